@@ -1,0 +1,55 @@
+# Thin wrapper over CMake: `make demo` runs the main job, `make test` runs
+# every test under AddressSanitizer + UndefinedBehaviorSanitizer. Both
+# install missing Debian packages first (`make deps`).
+
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+
+# Debian packages the build, the tests and the demo need. kubectl 1.32 is
+# part of the machine image (not a Debian package); deps only checks it.
+DEPS_PKGS := gcc make cmake pkg-config libcurl4-openssl-dev libjansson-dev \
+             libuv1-dev libhiredis-dev libyaml-dev libmicrohttpd-dev \
+             libcmocka-dev uthash-dev libssl-dev redis-server prometheus \
+             gnuplot-nox
+
+.PHONY: all deps build build-asan test demo clean
+
+all: build
+
+deps:
+	@missing=""; \
+	for p in $(DEPS_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" \
+	    || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "make deps: installing$$missing"; \
+	  sudo=""; [ "$$(id -u)" -ne 0 ] && sudo=sudo; \
+	  $$sudo apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq \
+	    --no-install-recommends $$missing; \
+	fi; \
+	command -v kubectl >/dev/null || \
+	  echo "make deps: warning: kubectl not found on PATH (tests that drive kubectl need it)"
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD) -j $(JOBS)
+
+build-asan: deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGQ_SANITIZE=ON
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+# The release build is compiled too, so -O2 -Werror stays clean; the tests
+# run on the sanitizer build.
+test: build build-asan
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
+
+demo: build
+	@./demo/run.sh
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

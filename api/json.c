@@ -1,0 +1,399 @@
+/* api/json.c - validating field reads with Kubernetes-style errors. */
+#include "api/json.h"
+
+#include "base/err.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void gq_dec_init(struct gq_dec *d)
+{
+  d->rc = 0;
+  d->msg[0] = '\0';
+}
+
+int gq_dec_failed(const struct gq_dec *d)
+{
+  return d->rc != 0;
+}
+
+static int vfail(struct gq_dec *d, const char *path, const json_t *got,
+                 const char *fmt, va_list ap)
+{
+  char detail[GQ_DEC_MSG_MAX], val[96] = "";
+  char *dump;
+
+  if (d->rc != 0)
+    return GQ_EINVAL;
+  vsnprintf(detail, sizeof(detail), fmt, ap);
+  if (got) {
+    dump = json_dumps(got, JSON_ENCODE_ANY | JSON_COMPACT);
+    if (dump && strlen(dump) > 80)
+      snprintf(val, sizeof(val), ", got %.77s...", dump);
+    else
+      snprintf(val, sizeof(val), ", got %s", dump ? dump : "?");
+    free(dump);
+  }
+  snprintf(d->msg, sizeof(d->msg), "%.200s: %.200s%s", path, detail, val);
+  d->rc = GQ_EINVAL;
+  return GQ_EINVAL;
+}
+
+int gq_dec_fail(struct gq_dec *d, const char *path, const char *fmt, ...)
+{
+  va_list ap;
+  int rc;
+
+  va_start(ap, fmt);
+  rc = vfail(d, path, NULL, fmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+int gq_dec_fail_got(struct gq_dec *d, const char *path, const json_t *got,
+                    const char *fmt, ...)
+{
+  va_list ap;
+  int rc;
+
+  va_start(ap, fmt);
+  rc = vfail(d, path, got, fmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+char *gq_dec_path(char *buf, const char *fmt, ...)
+{
+  va_list ap;
+
+  va_start(ap, fmt);
+  vsnprintf(buf, GQ_DEC_PATH_MAX, fmt, ap);
+  va_end(ap);
+  return buf;
+}
+
+/* The JSON key of a path is its last segment: after the last '.' that is
+ * not inside [...] (so "status.allocatable[nvidia.com/gpu]" is not split). */
+static const char *last_key(const char *path)
+{
+  const char *key = path;
+  int depth = 0;
+
+  for (const char *p = path; *p; p++) {
+    if (*p == '[')
+      depth++;
+    else if (*p == ']')
+      depth--;
+    else if (*p == '.' && depth == 0)
+      key = p + 1;
+  }
+  return key;
+}
+
+const json_t *gq_dec_get(const json_t *parent, const char *path)
+{
+  const json_t *v;
+
+  if (!parent || !json_is_object(parent))
+    return NULL;
+  v = json_object_get(parent, last_key(path));
+  return v && !json_is_null(v) ? v : NULL;
+}
+
+/* Common prologue: fetch, handle absence. Returns the value or NULL. */
+static const json_t *fetch(struct gq_dec *d, const json_t *parent,
+                           const char *path, int required)
+{
+  const json_t *v;
+
+  if (d->rc != 0)
+    return NULL;
+  v = gq_dec_get(parent, path);
+  if (!v && required)
+    gq_dec_fail(d, path, "required value");
+  return v;
+}
+
+const json_t *gq_dec_object(struct gq_dec *d, const json_t *parent,
+                            const char *path, int required)
+{
+  const json_t *v = fetch(d, parent, path, required);
+
+  if (v && !json_is_object(v)) {
+    gq_dec_fail_got(d, path, v, "must be an object");
+    return NULL;
+  }
+  return v;
+}
+
+const json_t *gq_dec_array(struct gq_dec *d, const json_t *parent,
+                           const char *path, int required, size_t max_items)
+{
+  const json_t *v = fetch(d, parent, path, required);
+
+  if (!v)
+    return NULL;
+  if (!json_is_array(v)) {
+    gq_dec_fail_got(d, path, v, "must be an array");
+    return NULL;
+  }
+  if (json_array_size(v) > max_items) {
+    gq_dec_fail(d, path, "must have at most %zu items, got %zu", max_items,
+                json_array_size(v));
+    return NULL;
+  }
+  return v;
+}
+
+const char *gq_dec_string(struct gq_dec *d, const json_t *parent,
+                          const char *path, int required, size_t max_len,
+                          const char *dflt)
+{
+  const json_t *v = fetch(d, parent, path, required);
+
+  if (!v)
+    return dflt;
+  if (!json_is_string(v)) {
+    gq_dec_fail_got(d, path, v, "must be a string");
+    return dflt;
+  }
+  if (json_string_length(v) > max_len) {
+    gq_dec_fail(d, path, "must be no more than %zu bytes, got %zu", max_len,
+                json_string_length(v));
+    return dflt;
+  }
+  if (required && json_string_length(v) == 0) {
+    gq_dec_fail(d, path, "required value");
+    return dflt;
+  }
+  return json_string_value(v);
+}
+
+int gq_dec_int(struct gq_dec *d, const json_t *parent, const char *path,
+               int64_t min, int64_t max, int64_t dflt, int64_t *out)
+{
+  const json_t *v = fetch(d, parent, path, 0);
+  int64_t n;
+
+  *out = dflt;
+  if (!v)
+    return d->rc ? -1 : 0;
+  if (!json_is_integer(v)) {
+    gq_dec_fail_got(d, path, v, "must be an integer");
+    return -1;
+  }
+  n = json_integer_value(v);
+  if (n < min || n > max) {
+    gq_dec_fail_got(d, path, v, "must be between %lld and %lld",
+                    (long long)min, (long long)max);
+    return -1;
+  }
+  *out = n;
+  return 1;
+}
+
+int gq_dec_number(struct gq_dec *d, const json_t *parent, const char *path,
+                  double min, double max, double dflt, double *out)
+{
+  const json_t *v = fetch(d, parent, path, 0);
+  double n;
+
+  *out = dflt;
+  if (!v)
+    return d->rc ? -1 : 0;
+  if (!json_is_number(v)) {
+    gq_dec_fail_got(d, path, v, "must be a number");
+    return -1;
+  }
+  n = json_number_value(v);
+  if (!(n >= min && n <= max)) {
+    gq_dec_fail_got(d, path, v, "must be between %g and %g", min, max);
+    return -1;
+  }
+  *out = n;
+  return 1;
+}
+
+int gq_dec_bool(struct gq_dec *d, const json_t *parent, const char *path,
+                int dflt)
+{
+  const json_t *v = fetch(d, parent, path, 0);
+
+  if (!v)
+    return dflt;
+  if (!json_is_boolean(v)) {
+    gq_dec_fail_got(d, path, v, "must be a boolean");
+    return dflt;
+  }
+  return json_is_true(v);
+}
+
+int gq_dec_enum(struct gq_dec *d, const json_t *parent, const char *path,
+                const char *const *values, int required, int dflt)
+{
+  const char *s = gq_dec_string(d, parent, path, required, 256, NULL);
+  char list[256] = "";
+  size_t len = 0;
+
+  if (!s)
+    return dflt;
+  for (int i = 0; values[i]; i++) {
+    if (strcmp(s, values[i]) == 0)
+      return i;
+    len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
+                            i ? ", " : "", values[i]);
+    if (len >= sizeof(list))
+      len = sizeof(list) - 1;
+  }
+  gq_dec_fail_got(d, path, gq_dec_get(parent, path), "must be one of %s",
+                  list);
+  return dflt;
+}
+
+static int is_alnum(int c)
+{
+  return isdigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* DNS-1123 label over [p, p+n): lower-case alnum and '-', alnum at ends. */
+static int dns_label_ok(const char *p, size_t n)
+{
+  if (n == 0 || n > 63)
+    return 0;
+  for (size_t i = 0; i < n; i++) {
+    int c = (unsigned char)p[i];
+
+    if (!(isdigit(c) || (c >= 'a' && c <= 'z') ||
+          (c == '-' && i > 0 && i < n - 1)))
+      return 0;
+  }
+  return 1;
+}
+
+static int fail_str(struct gq_dec *d, const char *path, const char *s,
+                    const char *detail)
+{
+  json_t *got = json_string(s);
+  int rc = gq_dec_fail_got(d, path, got, "%s", detail);
+
+  json_decref(got);
+  return rc;
+}
+
+int gq_dec_dns_label(struct gq_dec *d, const char *path, const char *s)
+{
+  if (dns_label_ok(s, strlen(s)))
+    return 0;
+  return fail_str(d, path, s,
+                  "must be a DNS-1123 label (at most 63 lower-case letters, "
+                  "digits or '-', starting and ending with a letter or digit)");
+}
+
+static int subdomain_ok(const char *s, size_t max_len)
+{
+  size_t n = strlen(s);
+  const char *p = s;
+
+  if (n == 0 || n > max_len)
+    return 0;
+  for (;;) {
+    const char *dot = strchr(p, '.');
+    size_t len = dot ? (size_t)(dot - p) : strlen(p);
+
+    if (!dns_label_ok(p, len))
+      return 0;
+    if (!dot)
+      return 1;
+    p = dot + 1;
+  }
+}
+
+int gq_dec_dns_subdomain(struct gq_dec *d, const char *path, const char *s,
+                         size_t max_len)
+{
+  char detail[200];
+
+  if (subdomain_ok(s, max_len))
+    return 0;
+  snprintf(detail, sizeof(detail),
+           "must be a DNS-1123 subdomain (at most %zu lower-case letters, "
+           "digits, '-' or '.', starting and ending with a letter or digit)",
+           max_len);
+  return fail_str(d, path, s, detail);
+}
+
+/* Label-value shape over [p, p+n): <= 63 of alnum '-' '_' '.', alnum ends.
+ * The empty string is allowed when allow_empty. */
+static int name_part_ok(const char *p, size_t n, int allow_empty)
+{
+  if (n == 0)
+    return allow_empty;
+  if (n > 63 || !is_alnum((unsigned char)p[0]) ||
+      !is_alnum((unsigned char)p[n - 1]))
+    return 0;
+  for (size_t i = 0; i < n; i++) {
+    int c = (unsigned char)p[i];
+
+    if (!is_alnum(c) && c != '-' && c != '_' && c != '.')
+      return 0;
+  }
+  return 1;
+}
+
+int gq_dec_label_value(struct gq_dec *d, const char *path, const char *s)
+{
+  if (name_part_ok(s, strlen(s), 1))
+    return 0;
+  return fail_str(d, path, s,
+                  "must be a valid label value (at most 63 letters, digits, "
+                  "'-', '_' or '.', starting and ending with a letter or "
+                  "digit)");
+}
+
+int gq_dec_qualified_name(struct gq_dec *d, const char *path, const char *s)
+{
+  const char *slash = strchr(s, '/');
+  int ok;
+
+  if (slash) {
+    char prefix[254];
+    size_t plen = (size_t)(slash - s);
+
+    ok = plen < sizeof(prefix) && name_part_ok(slash + 1, strlen(slash + 1), 0);
+    if (ok) {
+      memcpy(prefix, s, plen);
+      prefix[plen] = '\0';
+      ok = subdomain_ok(prefix, 253);
+    }
+  } else {
+    ok = name_part_ok(s, strlen(s), 0);
+  }
+  if (ok)
+    return 0;
+  return fail_str(d, path, s,
+                  "must be a qualified name ([DNS-1123 subdomain '/'] and a "
+                  "name of at most 63 letters, digits, '-', '_' or '.')");
+}
+
+int gq_mul_i64(int64_t a, int64_t b, int64_t *out)
+{
+  int64_t r;
+
+  if (__builtin_mul_overflow(a, b, &r))
+    return GQ_EOVERFLOW;
+  *out = r;
+  return 0;
+}
+
+int gq_add_i64(int64_t a, int64_t b, int64_t *out)
+{
+  int64_t r;
+
+  if (__builtin_add_overflow(a, b, &r))
+    return GQ_EOVERFLOW;
+  *out = r;
+  return 0;
+}

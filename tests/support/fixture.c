@@ -1,0 +1,68 @@
+/* tests/support/fixture.c - fixture files (see fixture.h). */
+#include "tests/support/fixture.h"
+
+#include "base/alloc.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int ends_with(const char *s, const char *suffix)
+{
+  size_t a = strlen(s), b = strlen(suffix);
+
+  return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+char **gq_test_list_dir(const char *dir, const char *suffix, size_t *n)
+{
+  struct dirent **ents;
+  char **out;
+  int count = scandir(dir, &ents, NULL, alphasort);
+
+  *n = 0;
+  if (count < 0)
+    return NULL;
+  out = gq_xcalloc((size_t)count + 1, sizeof(*out));
+  for (int i = 0; i < count; i++) {
+    if (ends_with(ents[i]->d_name, suffix) && ents[i]->d_name[0] != '.')
+      out[(*n)++] = gq_xasprintf("%s/%s", dir, ents[i]->d_name);
+    free(ents[i]);
+  }
+  free(ents);
+  return out;
+}
+
+void gq_test_free_list(char **list)
+{
+  for (char **p = list; p && *p; p++)
+    free(*p);
+  free(list);
+}
+
+char *gq_test_read_file(const char *path, size_t *len)
+{
+  FILE *f = fopen(path, "rb");
+  char *buf;
+  long size;
+
+  if (!f)
+    return NULL;
+  if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 ||
+      fseek(f, 0, SEEK_SET) != 0) {
+    fclose(f);
+    return NULL;
+  }
+  buf = gq_xmalloc((size_t)size + 1);
+  if (fread(buf, 1, (size_t)size, f) != (size_t)size) {
+    free(buf);
+    fclose(f);
+    return NULL;
+  }
+  buf[size] = '\0';
+  fclose(f);
+  if (len)
+    *len = (size_t)size;
+  return buf;
+}

@@ -1,0 +1,19 @@
+/* tests/support/fixture.h - reading test fixtures from the repository.
+ * Tests run from the source root (ctest WORKING_DIRECTORY), so paths are
+ * relative to it. Test code only. */
+#ifndef GQ_TEST_FIXTURE_H
+#define GQ_TEST_FIXTURE_H
+#include <stddef.h>
+
+/* Lists the regular files in 'dir' whose names end in 'suffix', sorted by
+ * name, as a NULL-terminated array of "dir/name" heap strings; *n gets the
+ * count. Returns NULL if dir cannot be read. Free with
+ * gq_test_free_list(). */
+char **gq_test_list_dir(const char *dir, const char *suffix, size_t *n);
+void gq_test_free_list(char **list);
+
+/* Returns the whole file as a NUL-terminated heap string (NULL if it
+ * cannot be read); *len gets its length if len is not NULL. */
+char *gq_test_read_file(const char *path, size_t *len);
+
+#endif
