@@ -43,10 +43,11 @@ struct loader {
   const char *text; /* the input, to place reader errors */
   size_t len;
   json_t *anchors;   /* anchor name -> value, current document */
-  json_t *weights;   /* anchor name -> nodes the anchor stands for */
+  json_t *meta;      /* anchor name -> [nodes it stands for, height] */
   uint64_t nodes;    /* nodes built so far, aliases at full size */
   uint64_t expanded; /* nodes reached through aliases, whole call */
   int depth;         /* collections currently open */
+  int high;          /* deepest depth reached in the current node */
   char *err;
   size_t errlen;
 };
@@ -378,33 +379,44 @@ static int load_scalar(struct loader *ld, yaml_event_t *ev, json_t **out)
 
 /* --- Anchors and aliases --- */
 
-/* Records 'v' (borrowed) under 'name'; a later anchor of the same name
- * replaces it, as YAML 1.2.2 section 3.2.2.2 allows. */
+/* Records 'v' (borrowed) under 'name' with the number of nodes it stands
+ * for and its height (levels of collections inside it); a later anchor of
+ * the same name replaces it, as YAML 1.2.2 section 3.2.2.2 allows. */
 static void remember(struct loader *ld, const char *name, json_t *v,
-                     uint64_t weight)
+                     uint64_t weight, int height)
 {
   json_object_set(ld->anchors, name, v);
-  json_object_set_new(ld->weights, name, json_integer((json_int_t)weight));
+  json_object_set_new(ld->meta, name,
+                      json_pack("[Ii]", (json_int_t)weight, height));
 }
 
 /* An alias costs the nodes its anchor stands for, so nested aliases (each
  * level of a "billion laughs" multiplying the last) add up to the full
- * expansion even though the values are shared, not copied. */
+ * expansion even though the values are shared, not copied. Its height
+ * counts toward the depth limit too: an alias to a deep value, placed deep,
+ * must not build a tree deeper than the input could. */
 static int load_alias(struct loader *ld, yaml_event_t *ev, json_t **out)
 {
   const char *name = (const char *)ev->data.alias.anchor;
   json_t *v = json_object_get(ld->anchors, name);
-  uint64_t w;
+  json_t *meta = json_object_get(ld->meta, name);
+  int reach;
 
   if (!v)
     return fail(ld, GQ_EPARSE, &ev->start_mark, "undefined alias '%s'", name);
-  w = (uint64_t)json_integer_value(json_object_get(ld->weights, name));
-  ld->nodes += w;
-  ld->expanded += w;
+  ld->nodes += (uint64_t)json_integer_value(json_array_get(meta, 0));
+  ld->expanded += (uint64_t)json_integer_value(json_array_get(meta, 0));
   if (ld->expanded > GQ_YAML_MAX_ALIAS_NODES)
     return fail(ld, GQ_ETOOBIG, &ev->start_mark,
                 "aliases expand to more than %d nodes",
                 GQ_YAML_MAX_ALIAS_NODES);
+  reach = ld->depth + (int)json_integer_value(json_array_get(meta, 1));
+  if (reach > GQ_YAML_MAX_DEPTH)
+    return fail(ld, GQ_ETOOBIG, &ev->start_mark,
+                "alias '%s' nests deeper than %d levels", name,
+                GQ_YAML_MAX_DEPTH);
+  if (reach > ld->high)
+    ld->high = reach;
   *out = json_incref(v);
   return 0;
 }
@@ -433,6 +445,8 @@ static int enter(struct loader *ld, const yaml_mark_t *m)
     return fail(ld, GQ_ETOOBIG, m, "nesting deeper than %d levels",
                 GQ_YAML_MAX_DEPTH);
   ld->depth++;
+  if (ld->depth > ld->high)
+    ld->high = ld->depth;
   return 0;
 }
 
@@ -483,7 +497,7 @@ static int scalar_key(struct loader *ld, const yaml_event_t *ev, char **key,
     *key = gq_xstrndup(s, n);
   if (ev->data.scalar.anchor) {
     v = json_stringn(s, n); /* an alias to a key is its text */
-    remember(ld, (const char *)ev->data.scalar.anchor, v, 1);
+    remember(ld, (const char *)ev->data.scalar.anchor, v, 1, 0);
     json_decref(v);
   }
   ld->nodes++;
@@ -613,36 +627,50 @@ static int load_mapping(struct loader *ld, yaml_event_t *start, json_t **out)
   return rc;
 }
 
+/* Dispatches on the event type; sets *anchor to the node's anchor. */
+static int build_node(struct loader *ld, yaml_event_t *ev, json_t **out,
+                      const yaml_char_t **anchor)
+{
+  switch (ev->type) {
+  case YAML_ALIAS_EVENT:
+    return load_alias(ld, ev, out);
+  case YAML_SCALAR_EVENT:
+    *anchor = ev->data.scalar.anchor;
+    return load_scalar(ld, ev, out);
+  case YAML_SEQUENCE_START_EVENT:
+    *anchor = ev->data.sequence_start.anchor;
+    return load_sequence(ld, ev, out);
+  case YAML_MAPPING_START_EVENT:
+    *anchor = ev->data.mapping_start.anchor;
+    return load_mapping(ld, ev, out);
+  default: /* the parser's grammar allows no other event here */
+    return fail(ld, GQ_EPARSE, &ev->start_mark, "unexpected yaml event %d",
+                (int)ev->type);
+  }
+}
+
 /* Builds the value that starts with *ev (consumed: deleted on return) and
  * stores a new reference in *out; on failure *out is NULL. An anchored node
- * is recorded with the number of nodes it stands for. */
+ * is recorded with the nodes it stands for and its height, measured by
+ * resetting ld->high for the node and merging it back afterwards. */
 static int load_node(struct loader *ld, yaml_event_t *ev, json_t **out)
 {
   uint64_t before = ld->nodes;
+  int outer_high = ld->high;
   const yaml_char_t *anchor = NULL;
   int rc;
 
   *out = NULL;
-  if (ev->type == YAML_ALIAS_EVENT) {
-    rc = load_alias(ld, ev, out);
-  } else if (ev->type == YAML_SCALAR_EVENT) {
-    anchor = ev->data.scalar.anchor;
-    rc = load_scalar(ld, ev, out);
-  } else if (ev->type == YAML_SEQUENCE_START_EVENT) {
-    anchor = ev->data.sequence_start.anchor;
-    rc = load_sequence(ld, ev, out);
-  } else if (ev->type == YAML_MAPPING_START_EVENT) {
-    anchor = ev->data.mapping_start.anchor;
-    rc = load_mapping(ld, ev, out);
-  } else {
-    rc = fail(ld, GQ_EPARSE, &ev->start_mark, "unexpected yaml event %d",
-              (int)ev->type);
-  }
+  ld->high = ld->depth;
+  rc = build_node(ld, ev, out, &anchor);
   if (rc == 0 && ev->type != YAML_ALIAS_EVENT) {
     ld->nodes++;
     if (anchor)
-      remember(ld, (const char *)anchor, *out, ld->nodes - before);
+      remember(ld, (const char *)anchor, *out, ld->nodes - before,
+               ld->high - ld->depth);
   }
+  if (outer_high > ld->high)
+    ld->high = outer_high;
   yaml_event_delete(ev);
   return rc;
 }
@@ -667,7 +695,7 @@ static int load_document(struct loader *ld, json_t *docs)
   int rc, empty;
 
   json_object_clear(ld->anchors);
-  json_object_clear(ld->weights);
+  json_object_clear(ld->meta);
   if ((rc = next_event(ld, &ev)) != 0)
     return rc;
   empty = is_empty_root(&ev);
@@ -714,11 +742,11 @@ static int parse_named(const char *name, const char *text, size_t len,
     return fail(&ld, GQ_ENOMEM, NULL, "cannot initialize the yaml parser");
   yaml_parser_set_input_string(&ld.parser, (const unsigned char *)text, len);
   ld.anchors = json_object();
-  ld.weights = json_object();
+  ld.meta = json_object();
   docs = json_array();
   rc = load_stream(&ld, docs);
   json_decref(ld.anchors);
-  json_decref(ld.weights);
+  json_decref(ld.meta);
   yaml_parser_delete(&ld.parser);
   if (rc != 0) {
     json_decref(docs);

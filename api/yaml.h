@@ -44,7 +44,8 @@
 /* Largest accepted input, in bytes (64 MiB). */
 #define GQ_YAML_MAX_BYTES ((size_t)64 * 1024 * 1024)
 /* Deepest accepted nesting of mappings and sequences; the top-level
- * collection of a document is depth 1. */
+ * collection of a document is depth 1. An alias counts as the collections
+ * inside its anchor, so aliases cannot build a deeper tree either. */
 #define GQ_YAML_MAX_DEPTH 256
 /* Most nodes that aliases may stand for in one call. An alias to a scalar
  * counts 1; an alias to a collection counts every node inside it, including
@@ -68,9 +69,9 @@
  *               undefined alias, a non-scalar or duplicate key, a bad merge
  *               value, an unsupported tag, a tagged scalar that does not
  *               parse as its tag, NaN or infinity
- *   GQ_ETOOBIG  len > GQ_YAML_MAX_BYTES, nesting deeper than
- *               GQ_YAML_MAX_DEPTH, or aliases standing for more than
- *               GQ_YAML_MAX_ALIAS_NODES nodes
+ *   GQ_ETOOBIG  len > GQ_YAML_MAX_BYTES, nesting (directly or through
+ *               an alias) deeper than GQ_YAML_MAX_DEPTH, or aliases
+ *               standing for more than GQ_YAML_MAX_ALIAS_NODES nodes
  *   GQ_ENOMEM   libyaml or jansson could not allocate
  * On success err is set to "" (if given). text is borrowed for the call. */
 int gq_yaml_parse(const char *text, size_t len, json_t **docs_out, char *err,

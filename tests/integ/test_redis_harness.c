@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -33,7 +34,7 @@ static void test_start_serve_stop(void **state)
   assert_reply(gq_test_redis_cmd(&r, "SET %s %s", "k", "v"), "OK");
   assert_reply(gq_test_redis_cmd(&r, "GET %s", "k"), "v");
   assert_reply(gq_test_redis_cmd(&r, "CONFIG GET %s", "bind"), "(array of 2)");
-  strcpy(dir, r.dir);
+  snprintf(dir, sizeof(dir), "%s", r.dir);
   pid = r.pid;
   gq_test_redis_stop(&r);
   assert_int_equal(r.pid, 0);

@@ -351,6 +351,41 @@ static void test_depth_limit(void **state)
   free(huge);
 }
 
+/* "a: &a [[...]]" 'height' deep, then "b: [[...*a...]]" 'around' deep: the
+ * alias brings its whole height to where it is used. */
+static char *alias_nest(int height, int around)
+{
+  char *a = flow_nest(height), *b = gq_xmalloc((size_t)around * 2 + 3);
+  char *s;
+
+  memset(b, '[', (size_t)around);
+  memcpy(b + around, "*a", 2);
+  memset(b + around + 2, ']', (size_t)around);
+  b[around * 2 + 2] = '\0';
+  s = gq_xasprintf("a: &a %s\nb: %s\n", a, b);
+  free(a);
+  free(b);
+  return s;
+}
+
+static void test_depth_limit_through_alias(void **state)
+{
+  char err[256];
+  json_t *docs = NULL;
+  char *ok = alias_nest(200, 55), *deep = alias_nest(200, 56);
+
+  (void)state;
+  /* mapping (1) + 55 levels + the alias's 200 = 256 */
+  assert_int_equal(gq_yaml_parse(ok, strlen(ok), &docs, err, sizeof err), 0);
+  json_decref(docs);
+  assert_int_equal(gq_yaml_parse(deep, strlen(deep), &docs, err, sizeof err),
+                   GQ_ETOOBIG);
+  assert_null(docs);
+  assert_string_equal(err, "2:60: alias 'a' nests deeper than 256 levels");
+  free(ok);
+  free(deep);
+}
+
 /* Block mappings nest through indentation: "a:\n  a:\n    a: ..." */
 static void test_depth_limit_block(void **state)
 {
@@ -521,6 +556,7 @@ int main(void)
       cmocka_unit_test(test_alias_shares_value),
       cmocka_unit_test(test_depth_limit),
       cmocka_unit_test(test_depth_limit_block),
+      cmocka_unit_test(test_depth_limit_through_alias),
       cmocka_unit_test(test_alias_bomb),
       cmocka_unit_test(test_alias_count_limit),
       cmocka_unit_test(test_size_limit),

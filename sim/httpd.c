@@ -1,0 +1,484 @@
+/* sim/httpd.c - libmicrohttpd on the libuv loop (see httpd.h). */
+#include "sim/httpd.h"
+
+#include "base/alloc.h"
+#include "base/err.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define STREAM_CAP (64u << 20) /* pending bytes before a watcher is dropped */
+
+struct gq_httpd {
+  uv_loop_t *loop;
+  struct MHD_Daemon *mhd;
+  uv_poll_t poll;
+  uv_timer_t timer;  /* MHD's own timeout */
+  uv_timer_t kick;   /* runs MHD soon after a resume */
+  int port;
+  int closing;
+  int pending_closes;
+  gq_http_handler_cb cb;
+  void *arg;
+  struct gq_http_stream *streams; /* open streams, for close */
+};
+
+struct delayed;
+
+enum req_state { REQ_NEW, REQ_HANDLING, REQ_WAITING, REQ_READY, REQ_DONE };
+
+struct gq_http_req {
+  struct gq_httpd *h;
+  struct MHD_Connection *conn;
+  const char *method, *path;
+  struct gq_buf body;
+  enum req_state state;
+  int too_big;
+  struct MHD_Response *ready; /* a deferred answer, queued on resume */
+  unsigned ready_status;
+  struct delayed *delay;
+};
+
+struct delayed {
+  uv_timer_t timer;
+  struct gq_http_req *req; /* NULL once the request is gone */
+};
+
+struct gq_http_stream {
+  struct gq_httpd *h;
+  struct MHD_Connection *conn;
+  struct gq_buf out;
+  int suspended, closing, gone;
+  gq_http_stream_gone_cb gone_cb;
+  void *arg;
+  struct gq_http_stream *next, *prev;
+};
+
+static void run_mhd(struct gq_httpd *h);
+
+static void on_kick(uv_timer_t *t)
+{
+  run_mhd(t->data);
+}
+
+static void kick(struct gq_httpd *h)
+{
+  if (!h->closing)
+    uv_timer_start(&h->kick, on_kick, 0, 0);
+}
+
+static void on_mhd_timer(uv_timer_t *t)
+{
+  run_mhd(t->data);
+}
+
+static void on_poll(uv_poll_t *p, int status, int events)
+{
+  (void)status;
+  (void)events;
+  run_mhd(p->data);
+}
+
+/* Runs MHD, then re-arms the timer to MHD's next deadline. */
+static void run_mhd(struct gq_httpd *h)
+{
+  MHD_UNSIGNED_LONG_LONG ms;
+
+  if (h->closing || !h->mhd)
+    return;
+  MHD_run(h->mhd);
+  if (MHD_get_timeout(h->mhd, &ms) == MHD_YES)
+    uv_timer_start(&h->timer, on_mhd_timer, (uint64_t)ms, 0);
+  else
+    uv_timer_stop(&h->timer);
+}
+
+static void queue(struct gq_http_req *r, unsigned status,
+                  struct MHD_Response *resp)
+{
+  MHD_queue_response(r->conn, status, resp);
+  MHD_destroy_response(resp);
+  r->state = REQ_DONE;
+}
+
+static struct MHD_Response *make_response(const char *ctype, const char *body,
+                                          size_t len,
+                                          const char *const *extra)
+{
+  struct MHD_Response *resp = MHD_create_response_from_buffer(
+      len, (void *)body, MHD_RESPMEM_MUST_COPY);
+
+  MHD_add_response_header(resp, "Content-Type", ctype);
+  MHD_add_response_header(resp, "Cache-Control", "no-cache, private");
+  for (; extra && extra[0] && extra[1]; extra += 2)
+    MHD_add_response_header(resp, extra[0], extra[1]);
+  return resp;
+}
+
+void gq_http_respond(struct gq_http_req *r, unsigned status,
+                     const char *content_type, const char *body, size_t len,
+                     const char *const *extra_headers)
+{
+  struct MHD_Response *resp =
+      make_response(content_type, body, len, extra_headers);
+
+  if (r->state == REQ_HANDLING) {
+    queue(r, status, resp);
+    return;
+  }
+  /* Answered after the handler returned: park it and resume. */
+  r->ready = resp;
+  r->ready_status = status;
+  r->state = REQ_READY;
+  MHD_resume_connection(r->conn);
+  kick(r->h);
+}
+
+static void on_delay_closed(uv_handle_t *t)
+{
+  free(t->data);
+}
+
+static void on_delay(uv_timer_t *t)
+{
+  struct delayed *d = t->data;
+
+  if (d->req) {
+    d->req->delay = NULL;
+    d->req->state = REQ_READY;
+    MHD_resume_connection(d->req->conn);
+    kick(d->req->h);
+  }
+  uv_close((uv_handle_t *)&d->timer, on_delay_closed);
+}
+
+void gq_http_respond_later(struct gq_http_req *r, uint64_t delay_ms,
+                           unsigned status, const char *content_type,
+                           const char *body, size_t len)
+{
+  struct delayed *d = gq_xcalloc(1, sizeof(*d));
+
+  r->ready = make_response(content_type, body, len, NULL);
+  r->ready_status = status;
+  r->state = REQ_WAITING;
+  MHD_suspend_connection(r->conn);
+  d->req = r;
+  r->delay = d;
+  uv_timer_init(r->h->loop, &d->timer);
+  d->timer.data = d;
+  uv_timer_start(&d->timer, on_delay, delay_ms, 0);
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+  struct gq_http_stream *s = cls;
+  size_t n;
+
+  (void)pos;
+  if (s->out.len) {
+    n = s->out.len < max ? s->out.len : max;
+    memcpy(buf, s->out.data, n);
+    gq_buf_consume(&s->out, n);
+    return (ssize_t)n;
+  }
+  if (s->closing || s->h->closing)
+    return MHD_CONTENT_READER_END_OF_STREAM;
+  /* Nothing to send: sleep until gq_http_stream_write() wakes us. */
+  s->suspended = 1;
+  MHD_suspend_connection(s->conn);
+  return 0;
+}
+
+static void stream_free(void *cls)
+{
+  struct gq_http_stream *s = cls;
+  struct gq_httpd *h = s->h;
+
+  s->gone = 1;
+  if (s->gone_cb)
+    s->gone_cb(s, s->arg);
+  if (s->prev)
+    s->prev->next = s->next;
+  else
+    h->streams = s->next;
+  if (s->next)
+    s->next->prev = s->prev;
+  gq_buf_release(&s->out);
+  free(s);
+}
+
+struct gq_http_stream *gq_http_stream_open(struct gq_http_req *r,
+                                           const char *content_type,
+                                           gq_http_stream_gone_cb gone_cb,
+                                           void *arg)
+{
+  struct gq_http_stream *s = gq_xcalloc(1, sizeof(*s));
+  struct MHD_Response *resp;
+
+  s->h = r->h;
+  s->conn = r->conn;
+  s->gone_cb = gone_cb;
+  s->arg = arg;
+  gq_buf_init(&s->out, STREAM_CAP);
+  s->next = r->h->streams;
+  if (s->next)
+    s->next->prev = s;
+  r->h->streams = s;
+  resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024,
+                                           stream_read, s, stream_free);
+  MHD_add_response_header(resp, "Content-Type", content_type);
+  MHD_add_response_header(resp, "Cache-Control", "no-cache, private");
+  if (r->state == REQ_HANDLING) {
+    queue(r, 200, resp);
+  } else {
+    r->ready = resp;
+    r->ready_status = 200;
+    r->state = REQ_READY;
+    MHD_resume_connection(r->conn);
+    kick(r->h);
+  }
+  return s;
+}
+
+static void stream_wake(struct gq_http_stream *s)
+{
+  if (s->suspended) {
+    s->suspended = 0;
+    MHD_resume_connection(s->conn);
+    kick(s->h);
+  }
+}
+
+int gq_http_stream_write(struct gq_http_stream *s, const char *p, size_t n)
+{
+  if (s->closing)
+    return GQ_ECLOSED;
+  if (gq_buf_append(&s->out, p, n) != 0) {
+    gq_http_stream_close(s);
+    return GQ_ETOOBIG;
+  }
+  stream_wake(s);
+  return 0;
+}
+
+void gq_http_stream_close(struct gq_http_stream *s)
+{
+  if (s->closing)
+    return;
+  s->closing = 1;
+  stream_wake(s);
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
+                                 const char *url, const char *method,
+                                 const char *version, const char *data,
+                                 size_t *data_size, void **con_cls)
+{
+  struct gq_httpd *h = cls;
+  struct gq_http_req *r = *con_cls;
+
+  (void)version;
+  if (!r) {
+    r = gq_xcalloc(1, sizeof(*r));
+    r->h = h;
+    r->conn = conn;
+    r->method = method;
+    r->path = url;
+    gq_buf_init(&r->body, GQ_HTTP_MAX_BODY);
+    *con_cls = r;
+    return MHD_YES;
+  }
+  if (*data_size) {
+    if (!r->too_big && gq_buf_append(&r->body, data, *data_size) != 0)
+      r->too_big = 1;
+    *data_size = 0;
+    return MHD_YES;
+  }
+  if (r->state == REQ_READY) {
+    queue(r, r->ready_status, r->ready);
+    r->ready = NULL;
+    return MHD_YES;
+  }
+  if (r->state != REQ_NEW)
+    return MHD_YES;
+  r->state = REQ_HANDLING;
+  if (r->too_big) {
+    static const char msg[] = "{\"kind\":\"Status\",\"apiVersion\":\"v1\","
+                              "\"status\":\"Failure\",\"message\":\"request "
+                              "entity too large\",\"reason\":"
+                              "\"RequestEntityTooLarge\",\"code\":413}";
+    gq_http_respond(r, 413, "application/json", msg, sizeof(msg) - 1, NULL);
+    return MHD_YES;
+  }
+  h->cb(r, h->arg);
+  if (r->state == REQ_HANDLING) {
+    /* The handler kept it (answer comes later): park the connection. */
+    r->state = REQ_WAITING;
+    MHD_suspend_connection(conn);
+  }
+  return MHD_YES;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn,
+                         void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+  struct gq_http_req *r = *con_cls;
+
+  (void)cls;
+  (void)conn;
+  (void)toe;
+  if (!r)
+    return;
+  if (r->delay)
+    r->delay->req = NULL;
+  if (r->ready)
+    MHD_destroy_response(r->ready);
+  gq_buf_release(&r->body);
+  free(r);
+  *con_cls = NULL;
+}
+
+const char *gq_http_method(const struct gq_http_req *r)
+{
+  return r->method;
+}
+
+const char *gq_http_path(const struct gq_http_req *r)
+{
+  return r->path;
+}
+
+const char *gq_http_query(const struct gq_http_req *r, const char *key)
+{
+  const char *v = NULL;
+  size_t len = 0;
+
+  if (MHD_lookup_connection_value_n(r->conn, MHD_GET_ARGUMENT_KIND, key,
+                                    strlen(key), &v, &len) != MHD_YES)
+    return NULL;
+  return v ? v : "";
+}
+
+const char *gq_http_header(const struct gq_http_req *r, const char *name)
+{
+  return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+const char *gq_http_body(const struct gq_http_req *r, size_t *len)
+{
+  *len = r->body.len;
+  return gq_buf_str(&r->body);
+}
+
+/* Binds a non-blocking listening socket on host:port (IPv4). */
+static int listen_on(const char *host, int port, int *port_out, char *err,
+                     size_t errlen)
+{
+  struct sockaddr_in a = {.sin_family = AF_INET};
+  socklen_t len = sizeof(a);
+  int fd, one = 1;
+
+  a.sin_port = htons((uint16_t)port);
+  if (inet_pton(AF_INET, host, &a.sin_addr) != 1) {
+    snprintf(err, errlen, "--listen: '%s' is not an IPv4 address", host);
+    return GQ_EINVAL;
+  }
+  fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return -errno;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+      listen(fd, SOMAXCONN) != 0 ||
+      getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+    snprintf(err, errlen, "cannot listen on %s:%d: %s", host, port,
+             strerror(errno));
+    close(fd);
+    return GQ_EIO;
+  }
+  *port_out = ntohs(a.sin_port);
+  return fd;
+}
+
+int gq_httpd_start(uv_loop_t *loop, const struct gq_httpd_opts *o,
+                   gq_http_handler_cb cb, void *arg, struct gq_httpd **out,
+                   char *err, size_t errlen)
+{
+  struct gq_httpd *h = gq_xcalloc(1, sizeof(*h));
+  unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+  const union MHD_DaemonInfo *info;
+  int fd = listen_on(o->host, o->port, &h->port, err, errlen);
+
+  if (fd < 0) {
+    free(h);
+    return fd;
+  }
+  if (o->tls_cert)
+    flags |= MHD_USE_TLS;
+  h->loop = loop;
+  h->cb = cb;
+  h->arg = arg;
+  h->mhd = MHD_start_daemon(
+      flags, 0, NULL, NULL, on_access, h, MHD_OPTION_LISTEN_SOCKET, fd,
+      MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0,
+      o->tls_cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, o->tls_cert,
+      MHD_OPTION_HTTPS_MEM_KEY, o->tls_key, MHD_OPTION_END);
+  if (!h->mhd) {
+    snprintf(err, errlen, "cannot start the HTTP server on %s:%d%s", o->host,
+             h->port, o->tls_cert ? " (check the TLS certificate and key)" : "");
+    close(fd);
+    free(h);
+    return GQ_EIO;
+  }
+  info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+  uv_poll_init(loop, &h->poll, info->epoll_fd);
+  uv_timer_init(loop, &h->timer);
+  uv_timer_init(loop, &h->kick);
+  h->poll.data = h->timer.data = h->kick.data = h;
+  uv_poll_start(&h->poll, UV_READABLE, on_poll);
+  *out = h;
+  run_mhd(h);
+  return 0;
+}
+
+int gq_httpd_port(const struct gq_httpd *h)
+{
+  return h->port;
+}
+
+static void on_handle_closed(uv_handle_t *hd)
+{
+  struct gq_httpd *h = hd->data;
+
+  if (--h->pending_closes == 0)
+    free(h);
+}
+
+void gq_httpd_close(struct gq_httpd *h)
+{
+  if (!h || h->closing)
+    return;
+  /* Let streams end cleanly: resume them so MHD can finish them. */
+  for (struct gq_http_stream *s = h->streams; s; s = s->next) {
+    s->closing = 1;
+    if (s->suspended) {
+      s->suspended = 0;
+      MHD_resume_connection(s->conn);
+    }
+  }
+  h->closing = 1;
+  MHD_stop_daemon(h->mhd);
+  h->mhd = NULL;
+  h->pending_closes = 3;
+  uv_close((uv_handle_t *)&h->poll, on_handle_closed);
+  uv_close((uv_handle_t *)&h->timer, on_handle_closed);
+  uv_close((uv_handle_t *)&h->kick, on_handle_closed);
+}

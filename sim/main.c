@@ -1,0 +1,281 @@
+/* sim/main.c - gpuq-sim: a Kubernetes-API-compatible simulated cluster.
+ *
+ *   gpuq-sim --listen 127.0.0.1:PORT --kubeconfig-out PATH [--token T]
+ *            [--tls-cert C --tls-key K [--tls-ca CA]] [--crds DIR]
+ *            [--watch-window N] [--time-scale S --time-epoch E]
+ *            [--log-level L]
+ *
+ * The first line on stdout is "listening on http://127.0.0.1:PORT" (https
+ * under TLS); the kubeconfig is written last, atomically, once the server
+ * listens and the CRDs are served, so a client that sees it can use it.
+ */
+#include "sim/sim.h"
+
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/log.h"
+
+#include <errno.h>
+#include <openssl/evp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const struct gq_lc lc_main = {"sim", "main", NULL};
+
+struct args {
+  char host[64];
+  int port;
+  const char *kubeconfig, *token, *tls_cert, *tls_key, *tls_ca, *crds;
+  const char *scale, *epoch, *log_level;
+  long window;
+};
+
+static void usage(FILE *f)
+{
+  fprintf(f,
+          "usage: gpuq-sim --listen 127.0.0.1:PORT --kubeconfig-out PATH\n"
+          "                [--token T] [--tls-cert C --tls-key K [--tls-ca CA]]\n"
+          "                [--crds DIR] [--watch-window N]\n"
+          "                [--time-scale S --time-epoch E] [--log-level L]\n");
+}
+
+/* Parses "HOST:PORT" (IPv4 literal). */
+static int parse_listen(const char *v, struct args *a)
+{
+  const char *colon = strrchr(v, ':');
+  char *end;
+  long port;
+
+  if (!colon || colon == v || (size_t)(colon - v) >= sizeof(a->host))
+    return -1;
+  port = strtol(colon + 1, &end, 10);
+  if (*end || end == colon + 1 || port < 0 || port > 65535)
+    return -1;
+  snprintf(a->host, sizeof(a->host), "%.*s", (int)(colon - v), v);
+  a->port = (int)port;
+  return 0;
+}
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+  snprintf(a->host, sizeof(a->host), "127.0.0.1");
+  a->crds = "crds";
+  a->window = 100000;
+  for (int i = 1; i < argc; i++) {
+    const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    char *end;
+
+    if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
+      usage(stdout);
+      exit(0);
+    }
+    if (!v) {
+      fprintf(stderr, "gpuq-sim: %s needs a value\n", f);
+      return -1;
+    }
+    i++;
+    if (!strcmp(f, "--listen")) {
+      if (parse_listen(v, a) != 0) {
+        fprintf(stderr, "gpuq-sim: --listen: want HOST:PORT, got '%s'\n", v);
+        return -1;
+      }
+    } else if (!strcmp(f, "--kubeconfig-out"))
+      a->kubeconfig = v;
+    else if (!strcmp(f, "--token"))
+      a->token = v;
+    else if (!strcmp(f, "--tls-cert"))
+      a->tls_cert = v;
+    else if (!strcmp(f, "--tls-key"))
+      a->tls_key = v;
+    else if (!strcmp(f, "--tls-ca"))
+      a->tls_ca = v;
+    else if (!strcmp(f, "--crds"))
+      a->crds = v;
+    else if (!strcmp(f, "--time-scale"))
+      a->scale = v;
+    else if (!strcmp(f, "--time-epoch"))
+      a->epoch = v;
+    else if (!strcmp(f, "--log-level"))
+      a->log_level = v;
+    else if (!strcmp(f, "--watch-window")) {
+      a->window = strtol(v, &end, 10);
+      if (*end || a->window < 1 || a->window > 10000000) {
+        fprintf(stderr, "gpuq-sim: --watch-window: want 1..10000000, got "
+                "'%s'\n", v);
+        return -1;
+      }
+    } else {
+      fprintf(stderr, "gpuq-sim: unknown flag '%s'\n", f);
+      usage(stderr);
+      return -1;
+    }
+  }
+  if (!!a->tls_cert != !!a->tls_key) {
+    fprintf(stderr, "gpuq-sim: --tls-cert and --tls-key go together\n");
+    return -1;
+  }
+  return 0;
+}
+
+static char *read_file(const char *path)
+{
+  FILE *f = fopen(path, "rb");
+  char *buf;
+  long n;
+
+  if (!f)
+    return NULL;
+  if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
+    fclose(f);
+    return NULL;
+  }
+  buf = gq_xmalloc((size_t)n + 1);
+  if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    fclose(f);
+    free(buf);
+    return NULL;
+  }
+  buf[n] = '\0';
+  fclose(f);
+  return buf;
+}
+
+/* base64 of a PEM (kubeconfig *-data fields), via OpenSSL. */
+static char *b64(const char *s)
+{
+  size_t n = strlen(s);
+  char *out = gq_xmalloc(4 * ((n + 2) / 3) + 1);
+
+  EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)s, (int)n);
+  return out;
+}
+
+/* Writes the kubeconfig (JSON, which every YAML reader accepts) to a
+ * temporary file beside path, then renames it into place. */
+static int write_kubeconfig(const char *path, const char *url,
+                            const char *token, const char *ca_pem)
+{
+  json_t *cluster = json_pack("{s:s}", "server", url);
+  json_t *user = token ? json_pack("{s:s}", "token", token) : json_object();
+  json_t *cfg;
+  char *tmp = gq_xasprintf("%s.tmp.%d", path, (int)getpid());
+  int rc = 0;
+
+  if (ca_pem) {
+    char *data = b64(ca_pem);
+
+    json_object_set_new(cluster, "certificate-authority-data",
+                        json_string(data));
+    free(data);
+  }
+  cfg = json_pack("{s:s, s:s, s:s, s:[{s:s, s:o}], s:[{s:s, s:o}],"
+                  " s:[{s:s, s:{s:s, s:s, s:s}}], s:{}}",
+                  "apiVersion", "v1", "kind", "Config", "current-context",
+                  "gpuq-sim", "clusters", "name", "gpuq-sim", "cluster",
+                  cluster, "users", "name", "gpuq-sim", "user", user,
+                  "contexts", "name", "gpuq-sim", "context", "cluster",
+                  "gpuq-sim", "user", "gpuq-sim", "namespace", "default",
+                  "preferences");
+  if (json_dump_file(cfg, tmp, JSON_INDENT(2)) != 0 || rename(tmp, path)) {
+    fprintf(stderr, "gpuq-sim: cannot write kubeconfig '%s': %s\n", path,
+            strerror(errno));
+    unlink(tmp);
+    rc = -1;
+  }
+  json_decref(cfg);
+  free(tmp);
+  return rc;
+}
+
+static int stopping;
+static struct gq_sim sim;
+static uv_signal_t sig_int, sig_term;
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+  (void)h;
+  if (stopping++) {
+    fprintf(stderr, "gpuq-sim: second signal %d, exiting now\n", signum);
+    _exit(1);
+  }
+  GQ_LOG(GQ_INFO, &lc_main, "stopping on signal %d", signum);
+  gq_sim_stop(&sim);
+  uv_close((uv_handle_t *)&sig_int, NULL);
+  uv_close((uv_handle_t *)&sig_term, NULL);
+}
+
+static int setup(struct args *a, char **cert, char **key, char **ca)
+{
+  struct gq_clock c;
+  char err[256];
+  int lvl;
+
+  if (gq_clock_parse(&c, a->scale, a->epoch, err, sizeof(err)) != 0) {
+    fprintf(stderr, "gpuq-sim: %s\n", err);
+    return -1;
+  }
+  gq_clock_set(&c);
+  if (a->log_level) {
+    if (gq_log_parse_level(a->log_level, &lvl) != 0) {
+      fprintf(stderr, "gpuq-sim: --log-level: want debug, info, warn or "
+              "error, got '%s'\n", a->log_level);
+      return -1;
+    }
+    gq_log_level = lvl;
+  }
+  if (a->token)
+    gq_log_add_secret(a->token);
+  *cert = a->tls_cert ? read_file(a->tls_cert) : NULL;
+  *key = a->tls_key ? read_file(a->tls_key) : NULL;
+  *ca = a->tls_ca ? read_file(a->tls_ca) : NULL;
+  if ((a->tls_cert && !*cert) || (a->tls_key && !*key) ||
+      (a->tls_ca && !*ca)) {
+    fprintf(stderr, "gpuq-sim: cannot read a TLS file: %s\n", strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+int main(int argc, char **argv)
+{
+  struct args a = {0};
+  struct gq_sim_opts o;
+  char err[1024], url[128], *cert = NULL, *key = NULL, *ca = NULL;
+  uv_loop_t *loop = uv_default_loop();
+  int rc;
+
+  json_set_alloc_funcs(gq_xmalloc, free);
+  signal(SIGPIPE, SIG_IGN);
+  if (parse_args(argc, argv, &a) != 0 || setup(&a, &cert, &key, &ca) != 0)
+    return 2;
+  o = (struct gq_sim_opts){a.host, a.port, a.token, cert, key, a.crds,
+                           (size_t)a.window};
+  if ((rc = gq_sim_start(&sim, loop, &o, err, sizeof(err))) != 0) {
+    fprintf(stderr, "gpuq-sim: %s\n", err);
+    return 1;
+  }
+  snprintf(url, sizeof(url), "%s://%s:%d", cert ? "https" : "http", a.host,
+           gq_httpd_port(sim.httpd));
+  printf("listening on %s\n", url);
+  fflush(stdout);
+  if (a.kubeconfig &&
+      write_kubeconfig(a.kubeconfig, url, a.token, ca ? ca : cert) != 0)
+    return 1;
+  uv_signal_init(loop, &sig_int);
+  uv_signal_init(loop, &sig_term);
+  uv_signal_start(&sig_int, on_signal, SIGINT);
+  uv_signal_start(&sig_term, on_signal, SIGTERM);
+  uv_run(loop, UV_RUN_DEFAULT);
+  gq_sim_release(&sim);
+  free(cert);
+  free(key);
+  free(ca);
+  rc = uv_loop_close(loop);
+  if (rc == UV_EBUSY)
+    uv_print_all_handles(loop, stderr);
+  return rc == 0 ? 0 : 1;
+}

@@ -1,0 +1,460 @@
+/* sim/server.c - gpuq-sim's HTTP front: routing of Kubernetes API paths,
+ * bearer-token authentication, fault injection (/sim/v1/...), and Status
+ * replies. */
+#include "sim/server.h"
+
+#include "api/yaml.h"
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/log.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SEGS 10
+
+static const struct gq_lc lc_http = {"sim", "serve", NULL};
+
+static const char *or(const char *a, const char *b)
+{
+  return a ? a : b;
+}
+
+void gq_sim_reply(struct gq_http_req *req, int code, json_t *obj)
+{
+  char *s = json_dumps(obj, JSON_COMPACT);
+
+  gq_http_respond(req, (unsigned)code, "application/json", s, strlen(s), NULL);
+  free(s);
+  json_decref(obj);
+}
+
+void gq_sim_status(struct gq_http_req *req, int code, const char *reason,
+                   const char *message, json_t *details)
+{
+  json_t *st = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind",
+                         "Status", "apiVersion", "v1", "metadata", "status",
+                         "Failure", "message", message, "reason", reason,
+                         "code", code);
+
+  if (details)
+    json_object_set_new(st, "details", details);
+  gq_sim_reply(req, code, st);
+}
+
+static const char *reason_for(int code)
+{
+  switch (code) {
+  case 400: return "BadRequest";
+  case 401: return "Unauthorized";
+  case 403: return "Forbidden";
+  case 404: return "NotFound";
+  case 409: return "Conflict";
+  case 410: return "Expired";
+  case 422: return "Invalid";
+  case 429: return "TooManyRequests";
+  case 503: return "ServiceUnavailable";
+  case 504: return "Timeout";
+  default: return "InternalError";
+  }
+}
+
+/* Splits a path into segments; returns the count, or -1 if too long. */
+static int split(const char *path, char seg[MAX_SEGS][256])
+{
+  int n = 0;
+
+  while (*path) {
+    const char *slash;
+    size_t len;
+
+    while (*path == '/')
+      path++;
+    if (!*path)
+      break;
+    if (n == MAX_SEGS)
+      return -1;
+    slash = strchr(path, '/');
+    len = slash ? (size_t)(slash - path) : strlen(path);
+    if (len >= 256)
+      return -1;
+    memcpy(seg[n], path, len);
+    seg[n++][len] = '\0';
+    path += len;
+  }
+  return n;
+}
+
+/* Resolves /api/v1/... and /apis/G/V/... into r. Returns 0, or -1 when the
+ * path names no resource (then 404). */
+static int route(struct gq_sim_req *r, char seg[MAX_SEGS][256], int n)
+{
+  const char *group = "", *version;
+  int i;
+
+  if (n >= 3 && !strcmp(seg[0], "api")) {
+    version = seg[1];
+    i = 2;
+  } else if (n >= 4 && !strcmp(seg[0], "apis")) {
+    group = seg[1];
+    version = seg[2];
+    i = 3;
+  } else {
+    return -1;
+  }
+  /* /api/v1/namespaces/NAME[/status|/finalize] is the namespace itself. */
+  if (!*group && !strcmp(seg[i], "namespaces") && n - i >= 2 &&
+      (n - i == 2 || (n - i == 3 && (!strcmp(seg[i + 2], "status") ||
+                                     !strcmp(seg[i + 2], "finalize"))))) {
+    r->k = gq_sim_kind_find(r->s, "", version, "namespaces");
+    snprintf(r->name, sizeof(r->name), "%s", seg[i + 1]);
+    if (n - i == 3)
+      snprintf(r->sub, sizeof(r->sub), "%s", seg[i + 2]);
+    return r->k ? 0 : -1;
+  }
+  if (!strcmp(seg[i], "namespaces") && n - i >= 3) {
+    snprintf(r->ns, sizeof(r->ns), "%s", seg[i + 1]);
+    i += 2;
+  }
+  r->k = gq_sim_kind_find(r->s, group, version, seg[i]);
+  if (!r->k || n - i > 3 || (*r->ns && !r->k->namespaced))
+    return -1;
+  if (n - i >= 2)
+    snprintf(r->name, sizeof(r->name), "%s", seg[i + 1]);
+  if (n - i == 3)
+    snprintf(r->sub, sizeof(r->sub), "%s", seg[i + 2]);
+  if (*r->sub && strcmp(r->sub, "status") &&
+      !(r->k->extra_sub && (!strcmp(r->sub, "eviction") ||
+                            !strcmp(r->sub, "binding"))))
+    return -1;
+  if (!strcmp(r->sub, "status") && !r->k->has_status)
+    return -1;
+  return 0;
+}
+
+/* The verb of a routed request, as fault injection names them. */
+static const char *verb_of(const struct gq_sim_req *r)
+{
+  const char *w = gq_http_query(r->http, "watch");
+  int watch = w && (!strcmp(w, "true") || !strcmp(w, "1"));
+
+  if (!strcmp(r->method, "GET"))
+    return *r->name ? "get" : watch ? "watch" : "list";
+  if (!strcmp(r->method, "POST"))
+    return *r->sub ? r->sub : "create";
+  if (!strcmp(r->method, "PUT"))
+    return "update";
+  if (!strcmp(r->method, "PATCH"))
+    return "patch";
+  if (!strcmp(r->method, "DELETE"))
+    return *r->name ? "delete" : "deletecollection";
+  return "";
+}
+
+/* Finds the first injected fault matching the request and uses up one of
+ * its matches. Returns 1 with its status (0 = none) and delay. */
+static int match_fault(struct gq_sim_req *r, const char *verb, int *status,
+                       uint64_t *delay_ms)
+{
+  struct gq_sim *s = r->s;
+
+  for (size_t i = 0; i < s->n_faults; i++) {
+    struct gq_sim_fault *f = &s->faults[i];
+
+    if ((strcmp(f->verb, "*") && strcmp(f->verb, verb)) ||
+        (strcmp(f->resource, "*") && strcmp(f->resource, r->k->plural)))
+      continue;
+    *status = f->status;
+    *delay_ms = f->delay_ms;
+    if (f->count > 0 && --f->count == 0)
+      s->faults[i] = s->faults[--s->n_faults];
+    return 1;
+  }
+  return 0;
+}
+
+/* Answers with an injected error, after its delay if it has one. */
+static void inject_error(struct gq_sim_req *r, const char *verb, int status,
+                         uint64_t delay_ms)
+{
+  json_t *st;
+  char msg[200], *body;
+
+  snprintf(msg, sizeof(msg), "injected fault: %d for %s %s", status, verb,
+           r->k->plural);
+  st = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status",
+                 "apiVersion", "v1", "metadata", "status", "Failure",
+                 "message", msg, "reason", reason_for(status), "code", status);
+  body = json_dumps(st, JSON_COMPACT);
+  if (delay_ms)
+    gq_http_respond_later(r->http, delay_ms, (unsigned)status,
+                          "application/json", body, strlen(body));
+  else
+    gq_http_respond(r->http, (unsigned)status, "application/json", body,
+                    strlen(body), NULL);
+  free(body);
+  json_decref(st);
+}
+
+static void dispatch(struct gq_sim_req *r, const char *verb)
+{
+  if (!strcmp(verb, "get"))
+    gq_sim_do_get(r);
+  else if (!strcmp(verb, "list"))
+    gq_sim_do_list(r);
+  else if (!strcmp(verb, "watch"))
+    gq_sim_do_watch(r);
+  else if (!strcmp(verb, "create"))
+    gq_sim_do_create(r);
+  else if (!strcmp(verb, "eviction"))
+    gq_sim_do_eviction(r);
+  else if (!strcmp(verb, "binding"))
+    gq_sim_do_binding(r);
+  else if (!strcmp(verb, "update"))
+    gq_sim_do_update(r);
+  else if (!strcmp(verb, "patch"))
+    gq_sim_do_patch(r);
+  else if (!strcmp(verb, "delete"))
+    gq_sim_do_delete(r);
+  else if (!strcmp(verb, "deletecollection"))
+    gq_sim_do_delete_collection(r);
+  else
+    gq_sim_status(r->http, 405, "MethodNotAllowed",
+                  "the server does not allow this method on the requested "
+                  "resource", NULL);
+}
+
+/* A request delayed by fault injection is served when its timer fires:
+ * the handler runs then, against the state of that moment. */
+struct delayed_req {
+  uv_timer_t timer;
+  struct gq_sim_req r;
+  char verb[32];
+};
+
+static void on_delayed_closed(uv_handle_t *h)
+{
+  free(h->data);
+}
+
+static void on_delayed(uv_timer_t *t)
+{
+  struct delayed_req *d = t->data;
+
+  dispatch(&d->r, d->verb);
+  uv_close((uv_handle_t *)t, on_delayed_closed);
+}
+
+/* POST /sim/v1/faults {"verb","resource","status","delayMs","count"},
+ * DELETE /sim/v1/faults clears them; POST /sim/v1/close-watches ends every
+ * watch. Tests drive failures through these (DESIGN §7). */
+static void admin(struct gq_sim *s, struct gq_http_req *req, const char *path)
+{
+  const char *method = gq_http_method(req);
+  size_t len;
+  const char *body = gq_http_body(req, &len);
+
+  if (!strcmp(path, "/sim/v1/close-watches") && !strcmp(method, "POST")) {
+    gq_sim_watch_close_all(s);
+    gq_sim_reply(req, 200, json_pack("{s:s}", "status", "Success"));
+  } else if (!strcmp(path, "/sim/v1/faults") && !strcmp(method, "DELETE")) {
+    s->n_faults = 0;
+    gq_sim_reply(req, 200, json_pack("{s:s}", "status", "Success"));
+  } else if (!strcmp(path, "/sim/v1/faults") && !strcmp(method, "POST")) {
+    json_t *f = json_loadb(body, len, 0, NULL);
+    struct gq_sim_fault *x = &s->faults[s->n_faults];
+
+    if (!json_is_object(f) || s->n_faults == 32) {
+      json_decref(f);
+      gq_sim_status(req, 400, "BadRequest",
+                    "a fault is {\"verb\",\"resource\",\"status\",\"delayMs\","
+                    "\"count\"} (at most 32)", NULL);
+      return;
+    }
+    memset(x, 0, sizeof(*x));
+    snprintf(x->verb, sizeof(x->verb), "%s",
+             or(json_string_value(json_object_get(f, "verb")), "*"));
+    snprintf(x->resource, sizeof(x->resource), "%s",
+             or(json_string_value(json_object_get(f, "resource")), "*"));
+    x->status = (int)json_integer_value(json_object_get(f, "status"));
+    x->delay_ms = (uint64_t)json_integer_value(json_object_get(f, "delayMs"));
+    x->count = json_is_integer(json_object_get(f, "count"))
+                   ? (int)json_integer_value(json_object_get(f, "count"))
+                   : 1;
+    s->n_faults++;
+    json_decref(f);
+    gq_sim_reply(req, 201, json_pack("{s:s}", "status", "Success"));
+  } else {
+    gq_sim_status(req, 404, "NotFound", "no such admin path", NULL);
+  }
+}
+
+static int authorized(struct gq_sim *s, struct gq_http_req *req)
+{
+  const char *h;
+
+  if (!s->opts.token)
+    return 1;
+  h = gq_http_header(req, "Authorization");
+  return h && !strncmp(h, "Bearer ", 7) && !strcmp(h + 7, s->opts.token);
+}
+
+static void on_request(struct gq_http_req *req, void *arg)
+{
+  struct gq_sim *s = arg;
+  const char *path = gq_http_path(req), *accept, *inc, *verb;
+  char seg[MAX_SEGS][256];
+  struct gq_sim_req r = {.s = s, .http = req};
+  uint64_t delay = 0;
+  int n, status = 0;
+
+  s->requests++;
+  GQ_LOG(GQ_DEBUG, &lc_http, "%s %s (%s)", gq_http_method(req), path,
+         or(gq_http_header(req, "Kubectl-Command"), "-"));
+  if (!strcmp(path, "/healthz") || !strcmp(path, "/readyz") ||
+      !strcmp(path, "/livez")) {
+    gq_http_respond(req, 200, "text/plain", "ok", 2, NULL);
+    return;
+  }
+  if (!authorized(s, req)) {
+    gq_sim_status(req, 401, "Unauthorized", "Unauthorized", NULL);
+    return;
+  }
+  if (!strncmp(path, "/sim/v1/", 8)) {
+    admin(s, req, path);
+    return;
+  }
+  if (gq_sim_discovery(s, req))
+    return;
+  n = split(path, seg);
+  r.method = gq_http_method(req);
+  if (n < 0 || route(&r, seg, n) != 0) {
+    gq_sim_status(req, 404, "NotFound",
+                  "the server could not find the requested resource", NULL);
+    return;
+  }
+  accept = gq_http_header(req, "Accept");
+  inc = gq_http_query(req, "includeObject");
+  r.table = accept && strstr(accept, "as=Table") != NULL;
+  r.include_object = inc && !strcmp(inc, "Object");
+  verb = verb_of(&r);
+  if (match_fault(&r, verb, &status, &delay) && status) {
+    inject_error(&r, verb, status, delay);
+    return;
+  }
+  if (delay) {
+    struct delayed_req *d = gq_xcalloc(1, sizeof(*d));
+
+    d->r = r;
+    snprintf(d->verb, sizeof(d->verb), "%s", verb);
+    uv_timer_init(s->loop, &d->timer);
+    d->timer.data = d;
+    uv_timer_start(&d->timer, on_delayed, delay, 0);
+    return; /* httpd parks the connection until we answer */
+  }
+  dispatch(&r, verb);
+}
+
+/* Stores an object at start-up (namespaces, CRDs from --crds). */
+static void seed(struct gq_sim *s, struct gq_sim_kind *k, json_t *obj)
+{
+  char uid[40], ts[40], api[128];
+  json_t *meta = json_object_get(obj, "metadata");
+
+  gq_sim_uuid(uid);
+  gq_time_format(gq_clock_now_ms(), ts, sizeof(ts));
+  json_object_set_new(obj, "apiVersion",
+                      json_string(gq_sim_kind_api_version(k, api,
+                                                          sizeof(api))));
+  json_object_set_new(obj, "kind", json_string(k->kind));
+  json_object_set_new(meta, "uid", json_string(uid));
+  json_object_set_new(meta, "creationTimestamp", json_string(ts));
+  json_object_set_new(meta, "generation", json_integer(1));
+  gq_sim_put(s, k, obj);
+}
+
+static void seed_namespaces(struct gq_sim *s)
+{
+  static const char *const names[] = {"default", "kube-system", "kube-public",
+                                      "kube-node-lease", NULL};
+  struct gq_sim_kind *k = gq_sim_kind_find(s, "", "v1", "namespaces");
+
+  for (int i = 0; names[i]; i++)
+    seed(s, k,
+         json_pack("{s:{s:s}, s:{s:s}}", "metadata", "name", names[i],
+                   "status", "phase", "Active"));
+}
+
+/* Loads every CRD in dir (*.yaml, *.yml, *.json), as if created. */
+static int load_crds(struct gq_sim *s, const char *dir, char *err,
+                     size_t errlen)
+{
+  struct gq_sim_kind *k = gq_sim_kind_find(s, "apiextensions.k8s.io", "v1",
+                                           "customresourcedefinitions");
+  struct dirent **ents;
+  int n = scandir(dir, &ents, NULL, alphasort), rc = 0;
+
+  if (n < 0) {
+    snprintf(err, errlen, "--crds: cannot read '%s'", dir);
+    return GQ_EIO;
+  }
+  for (int i = 0; i < n; i++) {
+    const char *dot = strrchr(ents[i]->d_name, '.');
+    char path[1024];
+    json_t *docs, *crd;
+    size_t j;
+
+    if (rc == 0 && dot && (!strcmp(dot, ".yaml") || !strcmp(dot, ".yml") ||
+                           !strcmp(dot, ".json"))) {
+      snprintf(path, sizeof(path), "%s/%s", dir, ents[i]->d_name);
+      rc = gq_yaml_load_file(path, &docs, err, errlen);
+      json_array_foreach(rc ? NULL : docs, j, crd) {
+        json_t *c = json_deep_copy(crd);
+
+        if ((rc = gq_sim_kind_from_crd(s, c, err, errlen)) != 0) {
+          json_decref(c);
+          break;
+        }
+        seed(s, k, c);
+      }
+      json_decref(rc ? NULL : docs);
+    }
+    free(ents[i]);
+  }
+  free(ents);
+  return rc;
+}
+
+int gq_sim_start(struct gq_sim *s, uv_loop_t *loop,
+                 const struct gq_sim_opts *o, char *err, size_t errlen)
+{
+  struct gq_httpd_opts ho = {o->host, o->port, o->tls_cert, o->tls_key};
+  int rc;
+
+  memset(s, 0, sizeof(*s));
+  s->loop = loop;
+  s->opts = *o;
+  gq_sim_store_init(s);
+  gq_sim_kinds_init(s);
+  seed_namespaces(s);
+  if (o->crd_dir && (rc = load_crds(s, o->crd_dir, err, errlen)) != 0)
+    return rc;
+  return gq_httpd_start(loop, &ho, on_request, s, &s->httpd, err, errlen);
+}
+
+void gq_sim_stop(struct gq_sim *s)
+{
+  gq_httpd_close(s->httpd);
+  s->httpd = NULL;
+  uv_close((uv_handle_t *)&s->pending_timer, NULL);
+}
+
+/* Frees the registry and the store once the loop has closed the handles. */
+void gq_sim_release(struct gq_sim *s)
+{
+  gq_sim_store_release(s);
+  gq_sim_kinds_release(s);
+}

@@ -1,0 +1,237 @@
+/* sim/sim.h - gpuq-sim's API server: shared internal types.
+ *
+ * gpuq-sim serves the Kubernetes API faithfully enough for the real
+ * kubectl and for gpuq's controller (DESIGN §7, shared/docs/
+ * kubectl-api-contract.md). The pieces:
+ *   kinds.c     the resource registry: built-in kinds and CRD-defined ones
+ *   store.c     objects, the global resourceVersion, the event window,
+ *               graceful deletion, finalizers, owner cascading
+ *   watch.c     watch streams (resume, bookmarks, 410 Gone, filters)
+ *   table.c     server-side printing (meta.k8s.io/v1 Table)
+ *   discovery.c /version, /api, /apis (aggregated and legacy), /openapi/v3
+ *   server.c    HTTP routing and the verbs, Status errors, auth, faults
+ *
+ * Stored objects are immutable json_t values: a change stores a new value
+ * and the old one lives on only in the event window and in watch snapshots
+ * that still reference it. That makes events and list snapshots cheap
+ * (a reference, not a copy) and safe.
+ *
+ * Loop thread only.
+ */
+#ifndef GQ_SIM_SIM_H
+#define GQ_SIM_SIM_H
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uthash.h>
+#include <uv.h>
+
+#include "api/selector.h"
+#include "sim/httpd.h"
+
+struct gq_sim;
+struct gq_sim_kind;
+
+/* A printer column of a CRD (additionalPrinterColumns). */
+struct gq_sim_col {
+  char *name, *type, *format, *description, *jsonpath;
+  int priority;
+};
+
+/* Built-in table: column definitions (new JSON array) and one row's cells
+ * (new JSON array) of obj at virtual time now_ms. */
+typedef json_t *(*gq_sim_coldefs_fn)(void);
+typedef json_t *(*gq_sim_cells_fn)(const json_t *obj, int64_t now_ms);
+
+struct gq_sim_obj {
+  char *key;    /* "ns/name" or "name" */
+  json_t *obj;  /* immutable; one reference owned */
+  UT_hash_handle hh;
+};
+
+struct gq_sim_kind {
+  char *group;        /* "" for core */
+  char *version;
+  char *plural, *singular, *kind, *list_kind;
+  int namespaced;
+  char **short_names;
+  size_t n_short;
+  char **categories;
+  size_t n_categories;
+  int has_status;     /* status subresource */
+  int has_scale;
+  int is_crd;
+  int dropped;        /* its CRD was deleted: not served */
+  int unsorted;       /* objs needs sorting before the next list */
+  const char *extra_sub; /* "eviction" + "binding" for pods, else NULL */
+  json_t *crd;        /* CRD object (owned) for custom resources */
+  const json_t *schema; /* its openAPIV3Schema (borrowed from crd) */
+  struct gq_sim_col *cols;
+  size_t n_cols;
+  gq_sim_coldefs_fn coldefs;
+  gq_sim_cells_fn cells;
+  struct gq_sim_obj *objs; /* uthash by key */
+  struct gq_sim_kind *next;
+};
+
+enum gq_sim_ev_type { GQ_EV_ADDED, GQ_EV_MODIFIED, GQ_EV_DELETED };
+
+/* One change in the event window. */
+struct gq_sim_event {
+  uint64_t rv;
+  enum gq_sim_ev_type type;
+  struct gq_sim_kind *kind;
+  json_t *obj;  /* state after the change (last state for DELETED) */
+  json_t *old;  /* state before (NULL for ADDED) */
+};
+
+struct gq_sim_watch;
+
+/* A pending graceful deletion (pods): due at real time due_ms. */
+struct gq_sim_pending {
+  uint64_t due_ms;
+  struct gq_sim_kind *kind;
+  char *key;
+  char *uid;
+};
+
+/* Fault injection (/sim/v1/faults): answer the next 'count' requests that
+ * match verb and resource with 'status', or delay them by delay_ms. */
+struct gq_sim_fault {
+  char verb[32];      /* "get", "list", "watch", "create", "update",
+                         "patch", "delete", or "*" */
+  char resource[64];  /* plural, or "*" */
+  int status;         /* 0 = no error (delay only) */
+  uint64_t delay_ms;
+  int count;          /* remaining matches; -1 = forever */
+};
+
+struct gq_sim_opts {
+  const char *host;
+  int port;
+  const char *token;       /* required bearer token, or NULL */
+  const char *tls_cert;    /* PEM text */
+  const char *tls_key;
+  const char *crd_dir;
+  size_t watch_window;     /* events kept for resumption */
+};
+
+struct gq_sim {
+  uv_loop_t *loop;
+  struct gq_httpd *httpd;
+  struct gq_sim_opts opts;
+  struct gq_sim_kind *kinds;
+  uint64_t rv;              /* last resourceVersion handed out */
+  uint64_t compacted_rv;    /* events <= this are gone from the window */
+  uint64_t kinds_gen;       /* bumps when the registry changes */
+  struct gq_sim_event *events; /* ring of opts.watch_window */
+  size_t ev_head, ev_count;
+  struct gq_sim_watch *watches;
+  struct gq_sim_pending *pending; /* sorted by due_ms */
+  size_t n_pending, cap_pending;
+  uv_timer_t pending_timer;
+  struct gq_sim_fault faults[32];
+  size_t n_faults;
+  uint64_t requests;        /* served, for the log */
+};
+
+/* --- kinds.c --- */
+void gq_sim_kinds_init(struct gq_sim *s);
+void gq_sim_kinds_release(struct gq_sim *s);
+/* Finds a kind by group, version and plural (or short name or singular
+ * when 'any_name'); NULL if unknown. */
+struct gq_sim_kind *gq_sim_kind_find(struct gq_sim *s, const char *group,
+                                     const char *version, const char *plural);
+/* Returns 1 if some served kind has this group and version. */
+int gq_sim_kind_find_gv(struct gq_sim *s, const char *group,
+                        const char *version);
+struct gq_sim_kind *gq_sim_kind_by_kind(struct gq_sim *s, const char *group,
+                                        const char *kind);
+/* Registers (or re-registers) the kinds a CRD object defines. Takes a
+ * reference to crd. Returns 0 or GQ_EINVAL with a message. */
+int gq_sim_kind_from_crd(struct gq_sim *s, json_t *crd, char *err,
+                         size_t errlen);
+/* Stops serving a CRD's kind (its objects must be removed first). */
+void gq_sim_kind_drop_crd(struct gq_sim *s, const char *crd_name);
+/* "apiVersion" for objects of k ("v1", "gpuq.dev/v1alpha1"). */
+const char *gq_sim_kind_api_version(const struct gq_sim_kind *k, char *buf,
+                                    size_t len);
+
+/* --- store.c --- */
+/* Looks up an object (borrowed, immutable) or NULL. */
+const json_t *gq_sim_get(struct gq_sim_kind *k, const char *ns,
+                         const char *name);
+/* Stores obj (takes the reference) as the new state of its key, assigning
+ * the next resourceVersion into a copy-on-write, and emits ADDED or
+ * MODIFIED. Returns the stored object (borrowed). */
+const json_t *gq_sim_put(struct gq_sim *s, struct gq_sim_kind *k, json_t *obj);
+/* Removes the object and emits DELETED; cascades to dependents (objects
+ * whose ownerReferences name its uid) unless orphan. */
+void gq_sim_remove(struct gq_sim *s, struct gq_sim_kind *k, const char *ns,
+                   const char *name, int orphan);
+/* Starts deletion as the API server does: immediate removal, or (pods on a
+ * node, finalizers) deletionTimestamp set and removal later. grace_s < 0 =
+ * the object's default. Returns the object's state after the call (new
+ * reference; the last state if removed). */
+json_t *gq_sim_delete(struct gq_sim *s, struct gq_sim_kind *k, const char *ns,
+                      const char *name, int64_t grace_s, int orphan);
+/* Finishes deletions whose grace period is over; re-arms the timer. */
+void gq_sim_pending_run(struct gq_sim *s);
+void gq_sim_store_init(struct gq_sim *s);
+void gq_sim_store_release(struct gq_sim *s);
+/* Sorted snapshot of a kind's objects (optionally in one namespace):
+ * a new JSON array of references. */
+json_t *gq_sim_list(struct gq_sim_kind *k, const char *ns);
+/* "ns/name" key of an object into buf. */
+const char *gq_sim_key(const struct gq_sim_kind *k, const char *ns,
+                       const char *name, char *buf, size_t len);
+/* A new RFC 4122 version-4 UUID string into buf (>= 37 bytes). */
+void gq_sim_uuid(char *buf);
+
+/* --- watch.c --- */
+struct gq_sim_watch_opts {
+  struct gq_sim_kind *kind;
+  const char *ns;              /* NULL = all namespaces */
+  struct gq_labelsel *labels;  /* taken; NULL = all */
+  struct gq_fieldsel *fields;  /* taken; NULL = all */
+  int table;                   /* send one-row Tables */
+  int include_object;          /* Table rows carry the full object */
+  int bookmarks;
+  uint64_t from_rv;            /* 0 = synthetic ADDED first */
+  int64_t timeout_s;           /* 0 = none */
+};
+/* Opens a watch on req. Returns 0, or GQ_EGONE when from_rv has been
+ * compacted (the caller answers with the 410 ERROR event). */
+int gq_sim_watch_open(struct gq_sim *s, struct gq_http_req *req,
+                      struct gq_sim_watch_opts *o);
+/* Delivers an event to every matching watch. */
+void gq_sim_watch_notify(struct gq_sim *s, const struct gq_sim_event *ev);
+/* Ends every watch (fault injection and shutdown). */
+void gq_sim_watch_close_all(struct gq_sim *s);
+
+/* --- table.c --- */
+/* Builds a meta.k8s.io/v1 Table of the objects in items (array). */
+json_t *gq_sim_table(struct gq_sim_kind *k, const json_t *items,
+                     int include_object, int with_coldefs);
+
+/* --- discovery.c --- */
+/* Answers discovery and OpenAPI paths; returns 1 if it answered. */
+int gq_sim_discovery(struct gq_sim *s, struct gq_http_req *req);
+
+/* --- server.c --- */
+int gq_sim_start(struct gq_sim *s, uv_loop_t *loop,
+                 const struct gq_sim_opts *o, char *err, size_t errlen);
+/* Stops serving and closes the sim's handles (run the loop to finish). */
+void gq_sim_stop(struct gq_sim *s);
+/* Frees the registry and store after the loop has run the closes. */
+void gq_sim_release(struct gq_sim *s);
+/* Sends a Kubernetes Status error (kind Status, status Failure). */
+void gq_sim_status(struct gq_http_req *req, int code, const char *reason,
+                   const char *message, json_t *details);
+/* Sends obj as JSON with status code. Takes the reference. */
+void gq_sim_reply(struct gq_http_req *req, int code, json_t *obj);
+/* Selector helpers: field value of obj for a field selector term. */
+const char *gq_sim_field_value(const json_t *obj, const char *field,
+                               char *buf, size_t len);
+
+#endif

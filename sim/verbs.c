@@ -1,0 +1,981 @@
+/* sim/verbs.c - the API verbs with the API server's semantics
+ * (kubectl-api-contract §6-§8): get, list (selectors, paging), watch,
+ * create, update, patch (merge, JSON, strategic, apply), delete (grace,
+ * preconditions, finalizers, cascading), eviction (PodDisruptionBudgets)
+ * and binding. */
+#include "sim/server.h"
+
+#include "api/node.h"
+#include "api/patch.h"
+#include "api/pod.h"
+#include "api/yaml.h"
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/err.h"
+#include "sim/protobuf.h"
+#include "sim/schema.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ERRLEN 1024
+
+const char *gq_sim_resname(const struct gq_sim_kind *k, char *buf,
+                           size_t len)
+{
+  if (*k->group)
+    snprintf(buf, len, "%s.%s", k->plural, k->group);
+  else
+    snprintf(buf, len, "%s", k->plural);
+  return buf;
+}
+
+static const char *q(const struct gq_sim_req *r, const char *key)
+{
+  return gq_http_query(r->http, key);
+}
+
+static const char *meta_str(const json_t *obj, const char *key)
+{
+  const char *v = json_string_value(
+      json_object_get(json_object_get(obj, "metadata"), key));
+
+  return v ? v : "";
+}
+
+static int is_core(const struct gq_sim_kind *k, const char *plural)
+{
+  return !*k->group && strcmp(k->plural, plural) == 0;
+}
+
+static void not_found(struct gq_sim_req *r, const char *name)
+{
+  char res[200], msg[600];
+
+  gq_sim_resname(r->k, res, sizeof(res));
+  snprintf(msg, sizeof(msg), "%s \"%s\" not found", res, name);
+  gq_sim_status(r->http, 404, "NotFound", msg,
+                json_pack("{s:s, s:s, s:s}", "name", name, "group",
+                          r->k->group, "kind", r->k->plural));
+}
+
+static void conflict(struct gq_sim_req *r, const char *name)
+{
+  char res[200], msg[800];
+
+  gq_sim_resname(r->k, res, sizeof(res));
+  snprintf(msg, sizeof(msg),
+           "Operation cannot be fulfilled on %s \"%s\": the object has been "
+           "modified; please apply your changes to the latest version and "
+           "try again",
+           res, name);
+  gq_sim_status(r->http, 409, "Conflict", msg,
+                json_pack("{s:s, s:s, s:s}", "name", name, "group",
+                          r->k->group, "kind", r->k->plural));
+}
+
+/* 422 Invalid with details.causes (kubectl prints it from details). */
+static void invalid(struct gq_sim_req *r, const char *name, json_t *causes)
+{
+  char msg[2048], kind[200];
+  size_t off, n = json_array_size(causes);
+  json_t *c;
+  size_t i;
+
+  snprintf(kind, sizeof(kind), "%s%s%s", r->k->kind, *r->k->group ? "." : "",
+           r->k->group);
+  off = (size_t)snprintf(msg, sizeof(msg), "%s \"%s\" is invalid: %s", kind,
+                         name, n > 1 ? "[" : "");
+  json_array_foreach(causes, i, c) {
+    if (off < sizeof(msg))
+      off += (size_t)snprintf(
+          msg + off, sizeof(msg) - off, "%s%s: %s", i ? ", " : "",
+          json_string_value(json_object_get(c, "field")),
+          json_string_value(json_object_get(c, "message")));
+  }
+  if (n > 1 && off < sizeof(msg))
+    snprintf(msg + off, sizeof(msg) - off, "]");
+  gq_sim_status(r->http, 422, "Invalid", msg,
+                json_pack("{s:s, s:s, s:s, s:o}", "name", name, "group",
+                          r->k->group, "kind", r->k->kind, "causes", causes));
+}
+
+/* A single cause from a decoder message "field: detail". */
+static void invalid_msg(struct gq_sim_req *r, const char *name,
+                        const char *msg)
+{
+  const char *colon = strstr(msg, ": ");
+  json_t *causes = json_array();
+
+  json_array_append_new(
+      causes, json_pack("{s:s, s:s, s:s#}", "reason", "FieldValueInvalid",
+                        "message", colon ? colon + 2 : msg, "field",
+                        colon ? msg : "", colon ? (int)(colon - msg) : 0));
+  invalid(r, name, causes);
+}
+
+static void bad_request(struct gq_sim_req *r, const char *msg)
+{
+  gq_sim_status(r->http, 400, "BadRequest", msg, NULL);
+}
+
+/* Sends obj (JSON, or a one-row Table when asked) with the warning. */
+static void reply_obj(struct gq_sim_req *r, int code, const json_t *obj)
+{
+  json_t *out;
+
+  if (r->table && code == 200) {
+    json_t *one = json_pack("[O]", obj);
+
+    out = gq_sim_table(r->k, one, r->include_object, 1);
+    json_decref(one);
+  } else {
+    out = json_incref((json_t *)obj);
+  }
+  if (r->warning[0]) {
+    char *s = json_dumps(out, JSON_COMPACT), hdr[600];
+    const char *extra[] = {"Warning", hdr, NULL};
+
+    snprintf(hdr, sizeof(hdr), "299 - \"%s\"", r->warning);
+    gq_http_respond(r->http, (unsigned)code, "application/json", s, strlen(s),
+                    extra);
+    free(s);
+    json_decref(out);
+    return;
+  }
+  gq_sim_reply(r->http, code, out);
+}
+
+/* --- read --- */
+
+void gq_sim_do_get(struct gq_sim_req *r)
+{
+  const json_t *obj = gq_sim_get(r->k, r->ns, r->name);
+
+  if (!obj) {
+    not_found(r, r->name);
+    return;
+  }
+  reply_obj(r, 200, obj);
+}
+
+struct fa {
+  const json_t *obj;
+  char buf[256];
+};
+
+static const char *field_of(const char *field, void *arg)
+{
+  struct fa *a = arg;
+
+  return gq_sim_field_value(a->obj, field, a->buf, sizeof(a->buf));
+}
+
+/* Fields a kind may be selected by, as the real server allows. */
+static int field_supported(const struct gq_sim_kind *k, const char *f)
+{
+  static const char *const pods[] = {"spec.nodeName", "status.phase",
+                                     "spec.schedulerName", "status.podIP",
+                                     "spec.serviceAccountName", NULL};
+
+  if (!strcmp(f, "metadata.name") || !strcmp(f, "metadata.namespace"))
+    return 1;
+  if (is_core(k, "pods")) {
+    for (int i = 0; pods[i]; i++)
+      if (!strcmp(f, pods[i]))
+        return 1;
+  }
+  if (!strcmp(k->plural, "events"))
+    return !strncmp(f, "involvedObject.", 15) || !strcmp(f, "reason") ||
+           !strcmp(f, "type") || !strncmp(f, "source", 6) ||
+           !strcmp(f, "reportingComponent") || !strncmp(f, "regarding.", 10);
+  if (is_core(k, "nodes"))
+    return !strcmp(f, "spec.unschedulable");
+  return 0;
+}
+
+/* Parses labelSelector and fieldSelector; answers 400 and returns -1 on a
+ * bad one. */
+static int parse_selectors(struct gq_sim_req *r, struct gq_labelsel **ls,
+                           struct gq_fieldsel **fs)
+{
+  const char *l = q(r, "labelSelector"), *f = q(r, "fieldSelector");
+  char err[ERRLEN], msg[ERRLEN + 64];
+
+  *ls = NULL;
+  *fs = NULL;
+  if (l && *l && gq_labelsel_parse(l, ls, err, sizeof(err)) != 0) {
+    bad_request(r, err);
+    return -1;
+  }
+  if (f && *f && gq_fieldsel_parse(f, fs, err, sizeof(err)) != 0) {
+    gq_labelsel_free(*ls);
+    bad_request(r, err);
+    return -1;
+  }
+  for (size_t i = 0; *fs && i < gq_fieldsel_count(*fs); i++) {
+    if (!field_supported(r->k, gq_fieldsel_field(*fs, i))) {
+      snprintf(msg, sizeof(msg), "field label not supported: %s",
+               gq_fieldsel_field(*fs, i));
+      gq_labelsel_free(*ls);
+      gq_fieldsel_free(*fs);
+      bad_request(r, msg);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int selected(const json_t *obj, const struct gq_labelsel *ls,
+                    const struct gq_fieldsel *fs)
+{
+  struct fa a = {.obj = obj};
+
+  if (ls && !gq_labelsel_match(ls, json_object_get(json_object_get(obj,
+                                                                   "metadata"),
+                                                   "labels")))
+    return 0;
+  return !fs || gq_fieldsel_match(fs, field_of, &a);
+}
+
+/* Applies limit/continue: keeps at most 'limit' items after the continue
+ * key. Returns the new continue token (heap) or NULL. */
+static char *page(json_t *items, const char *cont, long limit,
+                  long *remaining)
+{
+  json_t *out = json_array(), *it;
+  size_t i;
+  char *next = NULL;
+
+  *remaining = 0;
+  json_array_foreach(items, i, it) {
+    char key[600];
+
+    snprintf(key, sizeof(key), "%s/%s", meta_str(it, "namespace"),
+             meta_str(it, "name"));
+    if (cont && *cont && strcmp(key, cont) <= 0)
+      continue;
+    if (limit > 0 && (long)json_array_size(out) == limit) {
+      (*remaining)++;
+      continue;
+    }
+    json_array_append(out, it);
+    free(next);
+    next = gq_xstrdup(key);
+  }
+  json_array_clear(items);
+  json_array_extend(items, out);
+  json_decref(out);
+  if (*remaining == 0) {
+    free(next);
+    next = NULL;
+  }
+  return next;
+}
+
+void gq_sim_do_list(struct gq_sim_req *r)
+{
+  struct gq_labelsel *ls;
+  struct gq_fieldsel *fs;
+  json_t *all, *items = json_array(), *out, *it;
+  const char *lim = q(r, "limit");
+  char api[128], rv[32], *cont;
+  long limit = lim ? strtol(lim, NULL, 10) : 0, remaining;
+  size_t i;
+
+  if (parse_selectors(r, &ls, &fs) != 0) {
+    json_decref(items);
+    return;
+  }
+  all = gq_sim_list(r->k, *r->ns ? r->ns : NULL);
+  json_array_foreach(all, i, it)
+    if (selected(it, ls, fs))
+      json_array_append(items, it);
+  json_decref(all);
+  gq_labelsel_free(ls);
+  gq_fieldsel_free(fs);
+  cont = page(items, q(r, "continue"), limit, &remaining);
+  snprintf(rv, sizeof(rv), "%llu", (unsigned long long)r->s->rv);
+  if (r->table)
+    out = gq_sim_table(r->k, items, r->include_object, 1);
+  else
+    out = json_pack("{s:s, s:s, s:{}, s:O}", "kind", r->k->list_kind,
+                    "apiVersion",
+                    gq_sim_kind_api_version(r->k, api, sizeof(api)),
+                    "metadata", "items", items);
+  json_object_set_new(json_object_get(out, "metadata"), "resourceVersion",
+                      json_string(rv));
+  if (cont) {
+    json_object_set_new(json_object_get(out, "metadata"), "continue",
+                        json_string(cont));
+    json_object_set_new(json_object_get(out, "metadata"),
+                        "remainingItemCount", json_integer(remaining));
+  }
+  free(cont);
+  json_decref(items);
+  gq_sim_reply(r->http, 200, out);
+}
+
+void gq_sim_do_watch(struct gq_sim_req *r)
+{
+  struct gq_sim_watch_opts o = {.kind = r->k};
+  const char *rv = q(r, "resourceVersion"), *to = q(r, "timeoutSeconds");
+  const char *bm = q(r, "allowWatchBookmarks");
+  char msg[200];
+
+  if (parse_selectors(r, &o.labels, &o.fields) != 0)
+    return;
+  o.ns = *r->ns ? r->ns : NULL;
+  o.table = r->table;
+  o.include_object = r->include_object;
+  o.bookmarks = bm && (strcmp(bm, "true") == 0 || strcmp(bm, "1") == 0);
+  o.from_rv = rv && *rv ? strtoull(rv, NULL, 10) : 0;
+  o.timeout_s = to ? strtol(to, NULL, 10) : 0;
+  if (gq_sim_watch_open(r->s, r->http, &o) == GQ_EGONE) {
+    /* 200, then one ERROR event with a 410 Expired Status, then close. */
+    struct gq_http_stream *st =
+        gq_http_stream_open(r->http, "application/json", NULL, NULL);
+    json_t *ev;
+    char *line;
+
+    snprintf(msg, sizeof(msg), "too old resource version: %llu (%llu)",
+             (unsigned long long)o.from_rv,
+             (unsigned long long)r->s->compacted_rv + 1);
+    ev = json_pack("{s:s, s:{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}}", "type",
+                   "ERROR", "object", "kind", "Status", "apiVersion", "v1",
+                   "metadata", "status", "Failure", "message", msg, "reason",
+                   "Expired", "code", 410);
+    line = json_dumps(ev, JSON_COMPACT);
+    gq_http_stream_write(st, line, strlen(line));
+    gq_http_stream_write(st, "\n", 1);
+    gq_http_stream_close(st);
+    free(line);
+    json_decref(ev);
+    gq_labelsel_free(o.labels);
+    gq_fieldsel_free(o.fields);
+  }
+}
+
+/* --- write helpers --- */
+
+static json_t *read_body(struct gq_sim_req *r)
+{
+  size_t len;
+  const char *body = gq_http_body(r->http, &len);
+  const char *ct = gq_http_header(r->http, "Content-Type");
+  json_error_t jerr;
+  json_t *obj, *docs;
+  char err[ERRLEN], msg[ERRLEN + 64];
+
+  if (gq_pb_is_protobuf(body, len)) {
+    /* kubectl sends some built-ins as protobuf (create namespace). */
+    obj = gq_pb_decode_meta(body, len);
+    if (!obj)
+      bad_request(r, "the body of the request is not a valid protobuf "
+                     "object");
+    return obj;
+  }
+  if (ct && strstr(ct, "yaml")) {
+    if (gq_yaml_parse(body, len, &docs, err, sizeof(err)) != 0 ||
+        json_array_size(docs) != 1) {
+      snprintf(msg, sizeof(msg), "the body of the request is not valid YAML: "
+               "%s", err);
+      json_decref(docs);
+      bad_request(r, msg);
+      return NULL;
+    }
+    obj = json_incref(json_array_get(docs, 0));
+    json_decref(docs);
+    return obj;
+  }
+  obj = json_loadb(body, len, JSON_DECODE_ANY, &jerr);
+  if (!obj) {
+    snprintf(msg, sizeof(msg), "the body of the request is not valid JSON: "
+             "%s at line %d column %d", jerr.text, jerr.line, jerr.column);
+    bad_request(r, msg);
+  }
+  return obj;
+}
+
+/* Runs the CRD schema (prune, default, validate) or the built-in decoders
+ * over obj. Answers and returns -1 when obj is rejected. */
+static int validate(struct gq_sim_req *r, json_t *obj, const char *name)
+{
+  char err[ERRLEN];
+
+  if (r->k->is_crd) {
+    const char *fv = q(r, "fieldValidation");
+    struct gq_schema_report rep = {0};
+    int strict = fv && strcmp(fv, "Strict") == 0;
+    int warn = fv && strcmp(fv, "Warn") == 0;
+    int rc = -1;
+
+    gq_schema_process(r->k->schema, obj, 1, &rep);
+    if (rep.n_unknown && (strict || warn)) {
+      size_t off = (size_t)snprintf(
+          err, sizeof(err), "%s in version \"%s\" cannot be handled as a %s: "
+          "strict decoding error: ", r->k->kind, r->k->version, r->k->kind);
+
+      for (size_t i = 0; i < rep.n_unknown && off < sizeof(err); i++)
+        off += (size_t)snprintf(err + off, sizeof(err) - off,
+                                "%sunknown field \"%s\"", i ? ", " : "",
+                                rep.unknown[i]);
+      if (strict) {
+        bad_request(r, err);
+        gq_schema_report_release(&rep);
+        return -1;
+      }
+      snprintf(r->warning, sizeof(r->warning), "unknown field \"%s\"",
+               rep.unknown[0]);
+    }
+    if (rep.n_causes) {
+      json_t *causes = json_array();
+
+      for (size_t i = 0; i < rep.n_causes; i++)
+        json_array_append_new(
+            causes, json_pack("{s:s, s:s, s:s}", "reason",
+                              rep.causes[i].reason, "message",
+                              rep.causes[i].message, "field",
+                              rep.causes[i].field));
+      invalid(r, name, causes);
+    } else {
+      rc = 0;
+    }
+    gq_schema_report_release(&rep);
+    return rc;
+  }
+  if (is_core(r->k, "pods")) {
+    struct gq_pod p;
+
+    if (gq_pod_decode(obj, &p, err, sizeof(err)) != 0) {
+      invalid_msg(r, name, err);
+      return -1;
+    }
+    gq_pod_release(&p);
+  } else if (is_core(r->k, "nodes")) {
+    struct gq_node n;
+
+    if (gq_node_decode(obj, NULL, &n, err, sizeof(err)) != 0) {
+      invalid_msg(r, name, err);
+      return -1;
+    }
+    gq_node_release(&n);
+  }
+  return 0;
+}
+
+static int is_crd_kind(const struct gq_sim_kind *k)
+{
+  return !strcmp(k->group, "apiextensions.k8s.io") &&
+         !strcmp(k->plural, "customresourcedefinitions");
+}
+
+/* Registers the kind of a stored CRD and marks it Established. */
+static json_t *establish_crd(struct gq_sim_req *r, json_t *crd)
+{
+  char err[ERRLEN];
+  const json_t *names = json_object_get(json_object_get(crd, "spec"), "names");
+  char ts[40];
+
+  if (gq_sim_kind_from_crd(r->s, crd, err, sizeof(err)) != 0) {
+    invalid_msg(r, meta_str(crd, "name"), err);
+    json_decref(crd);
+    return NULL;
+  }
+  gq_time_format(gq_clock_now_ms(), ts, sizeof(ts));
+  json_object_set_new(
+      crd, "status",
+      json_pack("{s:[{s:s, s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s, s:s}],"
+                " s:O, s:[s]}",
+                "conditions", "type", "NamesAccepted", "status", "True",
+                "reason", "NoConflicts", "message", "no conflicts found",
+                "lastTransitionTime", ts, "type", "Established", "status",
+                "True", "reason", "InitialNamesAccepted", "message",
+                "the initial names have been accepted", "lastTransitionTime",
+                ts, "acceptedNames", names, "storedVersions", "v1"));
+  return crd;
+}
+
+/* Sets the fields the server owns on a new object. */
+static void init_meta(struct gq_sim_req *r, json_t *obj)
+{
+  json_t *meta = json_object_get(obj, "metadata");
+  char uid[40], ts[40], api[128];
+
+  gq_sim_uuid(uid);
+  gq_time_format(gq_clock_now_ms(), ts, sizeof(ts));
+  json_object_set_new(obj, "apiVersion",
+                      json_string(gq_sim_kind_api_version(r->k, api,
+                                                          sizeof(api))));
+  json_object_set_new(obj, "kind", json_string(r->k->kind));
+  json_object_set_new(meta, "uid", json_string(uid));
+  json_object_set_new(meta, "creationTimestamp", json_string(ts));
+  json_object_set_new(meta, "generation", json_integer(1));
+  json_object_del(meta, "resourceVersion");
+  json_object_del(meta, "deletionTimestamp");
+  json_object_del(meta, "deletionGracePeriodSeconds");
+  json_object_del(meta, "managedFields");
+  if (r->k->namespaced)
+    json_object_set_new(meta, "namespace", json_string(r->ns));
+  else
+    json_object_del(meta, "namespace");
+}
+
+/* The status a new object starts with, for kinds the server resets. */
+static void init_status(struct gq_sim_req *r, json_t *obj)
+{
+  if (is_core(r->k, "pods")) {
+    json_object_set_new(obj, "status",
+                        json_pack("{s:s, s:s}", "phase", "Pending",
+                                  "qosClass", "Burstable"));
+    if (!json_object_get(json_object_get(obj, "spec"),
+                         "terminationGracePeriodSeconds"))
+      json_object_set_new(json_object_get(obj, "spec"),
+                          "terminationGracePeriodSeconds", json_integer(30));
+  } else if (is_core(r->k, "namespaces")) {
+    json_object_set_new(obj, "status", json_pack("{s:s}", "phase", "Active"));
+  } else if (r->k->has_status && !is_core(r->k, "nodes")) {
+    json_object_del(obj, "status"); /* nodes register with their status */
+  }
+}
+
+/* Picks metadata.name from name or generateName (5 random [a-z0-9]). */
+static int choose_name(struct gq_sim_req *r, json_t *meta)
+{
+  static const char alnum[] = "bcdfghjklmnpqrstvwxz2456789";
+  const char *name = json_string_value(json_object_get(meta, "name"));
+  const char *gen = json_string_value(json_object_get(meta, "generateName"));
+  char buf[300], uid[40];
+
+  if (name && *name)
+    return 0;
+  if (!gen || !*gen) {
+    json_t *c = json_pack("[{s:s, s:s, s:s}]", "reason", "FieldValueRequired",
+                          "message",
+                          "Required value: name or generateName is required",
+                          "field", "metadata.name");
+
+    invalid(r, "", c);
+    return -1;
+  }
+  gq_sim_uuid(uid);
+  snprintf(buf, sizeof(buf), "%.240s", gen);
+  for (int i = 0; i < 5; i++) {
+    size_t n = strlen(buf);
+
+    buf[n] = alnum[(unsigned char)uid[i * 3] % (sizeof(alnum) - 1)];
+    buf[n + 1] = '\0';
+  }
+  json_object_set_new(meta, "name", json_string(buf));
+  return 0;
+}
+
+static int namespace_exists(struct gq_sim_req *r)
+{
+  struct gq_sim_kind *nsk = gq_sim_kind_find(r->s, "", "v1", "namespaces");
+  char msg[400];
+
+  if (!r->k->namespaced || gq_sim_get(nsk, NULL, r->ns))
+    return 1;
+  snprintf(msg, sizeof(msg), "namespaces \"%s\" not found", r->ns);
+  gq_sim_status(r->http, 404, "NotFound", msg,
+                json_pack("{s:s, s:s}", "name", r->ns, "kind", "namespaces"));
+  return 0;
+}
+
+static int dry_run(const struct gq_sim_req *r)
+{
+  const char *d = q(r, "dryRun");
+
+  return d && strcmp(d, "All") == 0;
+}
+
+/* Creates obj (taken). Answers 201, or an error. */
+static void create_obj(struct gq_sim_req *r, json_t *obj)
+{
+  json_t *meta = json_object_get(obj, "metadata");
+  const char *bns;
+  char res[200], msg[600];
+  const json_t *stored;
+
+  if (!json_is_object(obj) || !json_is_object(meta)) {
+    json_decref(obj);
+    bad_request(r, "the body must be an object with metadata");
+    return;
+  }
+  bns = json_string_value(json_object_get(meta, "namespace"));
+  if (r->k->namespaced && bns && *bns && strcmp(bns, r->ns) != 0) {
+    json_decref(obj);
+    bad_request(r, "the namespace of the provided object does not match the "
+                   "namespace sent on the request");
+    return;
+  }
+  if (choose_name(r, meta) != 0 || !namespace_exists(r)) {
+    json_decref(obj);
+    return;
+  }
+  snprintf(r->name, sizeof(r->name), "%s", meta_str(obj, "name"));
+  if (gq_sim_get(r->k, r->ns, r->name)) {
+    gq_sim_resname(r->k, res, sizeof(res));
+    snprintf(msg, sizeof(msg), "%s \"%s\" already exists", res, r->name);
+    json_decref(obj);
+    gq_sim_status(r->http, 409, "AlreadyExists", msg,
+                  json_pack("{s:s, s:s, s:s}", "name", r->name, "group",
+                            r->k->group, "kind", r->k->plural));
+    return;
+  }
+  init_meta(r, obj);
+  init_status(r, obj);
+  if (validate(r, obj, r->name) != 0) {
+    json_decref(obj);
+    return;
+  }
+  if (is_crd_kind(r->k) && !dry_run(r) && !(obj = establish_crd(r, obj)))
+    return;
+  if (dry_run(r)) {
+    reply_obj(r, 201, obj);
+    json_decref(obj);
+    return;
+  }
+  stored = gq_sim_put(r->s, r->k, obj);
+  reply_obj(r, 201, stored);
+}
+
+void gq_sim_do_create(struct gq_sim_req *r)
+{
+  json_t *obj = read_body(r);
+
+  if (obj)
+    create_obj(r, obj);
+}
+
+/* Is everything but metadata and status equal? (generation bumps.) */
+static int spec_equal(const json_t *a, const json_t *b)
+{
+  json_t *x = json_copy((json_t *)a), *y = json_copy((json_t *)b);
+  int eq;
+
+  json_object_del(x, "metadata");
+  json_object_del(x, "status");
+  json_object_del(y, "metadata");
+  json_object_del(y, "status");
+  eq = json_equal(x, y);
+  json_decref(x);
+  json_decref(y);
+  return eq;
+}
+
+/* Carries the server-owned metadata of cur into next. */
+static void keep_meta(const json_t *cur, json_t *next)
+{
+  static const char *const owned[] = {"uid", "creationTimestamp",
+                                      "deletionTimestamp",
+                                      "deletionGracePeriodSeconds",
+                                      "namespace", "name", "generation", NULL};
+  const json_t *cm = json_object_get(cur, "metadata");
+  json_t *nm = json_object_get(next, "metadata");
+
+  for (int i = 0; owned[i]; i++) {
+    const json_t *v = json_object_get(cm, owned[i]);
+
+    if (v)
+      json_object_set(nm, owned[i], (json_t *)v);
+    else
+      json_object_del(nm, owned[i]);
+  }
+  json_object_set(next, "apiVersion", json_object_get(cur, "apiVersion"));
+  json_object_set(next, "kind", json_object_get(cur, "kind"));
+}
+
+/* Builds the stored form of an update: status from cur on the main
+ * resource, only the status from next on /status. Takes next. */
+static json_t *merge_update(struct gq_sim_req *r, const json_t *cur,
+                            json_t *next)
+{
+  json_t *out;
+
+  if (!strcmp(r->sub, "status")) {
+    out = json_deep_copy(cur);
+    if (json_object_get(next, "status"))
+      json_object_set(out, "status", json_object_get(next, "status"));
+    else
+      json_object_del(out, "status");
+    json_decref(next);
+    return out;
+  }
+  if (!json_is_object(json_object_get(next, "metadata")))
+    json_object_set_new(next, "metadata", json_object());
+  if (r->k->has_status && !is_core(r->k, "namespaces")) {
+    if (json_object_get(cur, "status"))
+      json_object_set(next, "status", json_object_get(cur, "status"));
+    else
+      json_object_del(next, "status");
+  }
+  return next;
+}
+
+/* After an update: an object being deleted whose finalizers are gone is
+ * removed now (pods wait for their grace period instead). */
+static int finalized(const struct gq_sim_req *r, const json_t *obj)
+{
+  const json_t *meta = json_object_get(obj, "metadata");
+
+  return json_object_get(meta, "deletionTimestamp") &&
+         json_array_size(json_object_get(meta, "finalizers")) == 0 &&
+         !is_core(r->k, "pods");
+}
+
+/* Stores next (taken) as the new state of cur, with the API server's
+ * update rules; answers 200 or an error. */
+static void commit_update(struct gq_sim_req *r, const json_t *cur,
+                          json_t *next)
+{
+  const char *want_rv, *cur_rv = meta_str(cur, "resourceVersion");
+  const json_t *stored;
+  long long gen;
+
+  next = merge_update(r, cur, next);
+  want_rv = meta_str(next, "resourceVersion");
+  if (*want_rv && strcmp(want_rv, cur_rv) != 0) {
+    json_decref(next);
+    conflict(r, r->name);
+    return;
+  }
+  keep_meta(cur, next);
+  gen = json_integer_value(json_object_get(json_object_get(cur, "metadata"),
+                                           "generation"));
+  if (!spec_equal(cur, next))
+    json_object_set_new(json_object_get(next, "metadata"), "generation",
+                        json_integer(gen + 1));
+  json_object_set_new(json_object_get(next, "metadata"), "resourceVersion",
+                      json_string(cur_rv));
+  json_object_del(json_object_get(next, "metadata"), "managedFields");
+  if (validate(r, next, r->name) != 0) {
+    json_decref(next);
+    return;
+  }
+  if (json_equal(next, (json_t *)cur) || dry_run(r)) {
+    /* No change: same resourceVersion, no event (kubectl's "no change"). */
+    reply_obj(r, 200, json_equal(next, (json_t *)cur) ? cur : next);
+    json_decref(next);
+    return;
+  }
+  if (is_crd_kind(r->k) && !(next = establish_crd(r, next)))
+    return;
+  stored = gq_sim_put(r->s, r->k, next);
+  reply_obj(r, 200, stored);
+  if (finalized(r, stored))
+    gq_sim_remove(r->s, r->k, r->ns, r->name, 0);
+}
+
+void gq_sim_do_update(struct gq_sim_req *r)
+{
+  const json_t *cur = gq_sim_get(r->k, r->ns, r->name);
+  json_t *next = read_body(r);
+  const char *bname;
+
+  if (!next)
+    return;
+  bname = meta_str(next, "name");
+  if (*bname && strcmp(bname, r->name) != 0) {
+    json_decref(next);
+    bad_request(r, "the name of the object does not match the name on the "
+                   "URL");
+    return;
+  }
+  if (!cur) {
+    json_decref(next);
+    not_found(r, r->name);
+    return;
+  }
+  commit_update(r, cur, next);
+}
+
+/* Applies the request's patch to cur; answers and returns NULL on error. */
+static json_t *apply_patch(struct gq_sim_req *r, const json_t *cur,
+                           const json_t *patch, const char *ct)
+{
+  char err[ERRLEN];
+  json_t *out = NULL;
+  int rc;
+
+  if (strstr(ct, "application/json-patch+json"))
+    rc = gq_patch_json(cur, patch, &out, err, sizeof(err));
+  else if (strstr(ct, "application/strategic-merge-patch+json"))
+    rc = gq_patch_strategic(cur, patch, &out, err, sizeof(err));
+  else
+    rc = gq_patch_merge(cur, patch, &out, err, sizeof(err));
+  if (rc == GQ_EINVAL) {
+    bad_request(r, err);
+    return NULL;
+  }
+  if (rc != 0) {
+    json_t *c = json_pack("[{s:s, s:s, s:s}]", "reason", "FieldValueInvalid",
+                          "message", err, "field", "");
+
+    invalid(r, r->name, c);
+    return NULL;
+  }
+  return out;
+}
+
+void gq_sim_do_patch(struct gq_sim_req *r)
+{
+  const char *ct = gq_http_header(r->http, "Content-Type");
+  const json_t *cur = gq_sim_get(r->k, r->ns, r->name);
+  json_t *patch, *next;
+
+  if (!ct)
+    ct = "application/merge-patch+json";
+  if (strstr(ct, "strategic-merge-patch") && r->k->is_crd) {
+    gq_sim_status(r->http, 415, "UnsupportedMediaType",
+                  "the body of the request was in an unknown format - "
+                  "accepted media types include: application/json-patch+json, "
+                  "application/merge-patch+json, application/apply-patch+yaml",
+                  NULL);
+    return;
+  }
+  if (!(patch = read_body(r)))
+    return;
+  if (!cur && strstr(ct, "apply-patch")) { /* server-side apply creates */
+    json_object_set_new(json_is_object(json_object_get(patch, "metadata"))
+                            ? json_object_get(patch, "metadata")
+                            : patch,
+                        "name", json_string(r->name));
+    create_obj(r, patch);
+    return;
+  }
+  if (!cur) {
+    json_decref(patch);
+    not_found(r, r->name);
+    return;
+  }
+  next = apply_patch(r, cur, patch, ct);
+  json_decref(patch);
+  if (next)
+    commit_update(r, cur, next);
+}
+
+/* --- delete --- */
+
+struct del_opts {
+  int64_t grace_s; /* -1: the object's default */
+  int orphan;
+  const char *uid, *rv; /* preconditions, or NULL */
+  json_t *body;
+};
+
+/* DeleteOptions from the JSON body (a protobuf body is ignored, as the
+ * real server would decode it: kubectl-api-contract §0.12) and query. */
+static void delete_opts(struct gq_sim_req *r, struct del_opts *o)
+{
+  size_t len;
+  const char *body = gq_http_body(r->http, &len);
+  const char *g = q(r, "gracePeriodSeconds"), *pp = q(r, "propagationPolicy");
+  const json_t *pre;
+
+  memset(o, 0, sizeof(*o));
+  o->grace_s = -1;
+  if (len && body[0] == '{')
+    o->body = json_loadb(body, len, 0, NULL);
+  if (json_is_integer(json_object_get(o->body, "gracePeriodSeconds")))
+    o->grace_s = json_integer_value(json_object_get(o->body,
+                                                    "gracePeriodSeconds"));
+  if (g && *g)
+    o->grace_s = strtoll(g, NULL, 10);
+  if (!pp)
+    pp = json_string_value(json_object_get(o->body, "propagationPolicy"));
+  if (!pp && json_is_false(json_object_get(o->body, "orphanDependents")))
+    pp = "Background";
+  o->orphan = pp && strcmp(pp, "Orphan") == 0;
+  pre = json_object_get(o->body, "preconditions");
+  o->uid = json_string_value(json_object_get(pre, "uid"));
+  o->rv = json_string_value(json_object_get(pre, "resourceVersion"));
+}
+
+/* A deleted CRD takes its custom resources and its kind with it. */
+static void drop_crd_objects(struct gq_sim *s, const json_t *crd)
+{
+  const json_t *spec = json_object_get(crd, "spec");
+  const char *group = json_string_value(json_object_get(spec, "group"));
+  const char *plural = json_string_value(
+      json_object_get(json_object_get(spec, "names"), "plural"));
+
+  for (struct gq_sim_kind *k = s->kinds; k; k = k->next) {
+    json_t *items, *it;
+    size_t i;
+
+    if (!k->is_crd || k->dropped || !group || !plural ||
+        strcmp(k->group, group) || strcmp(k->plural, plural))
+      continue;
+    items = gq_sim_list(k, NULL);
+    json_array_foreach(items, i, it)
+      gq_sim_remove(s, k, meta_str(it, "namespace"), meta_str(it, "name"), 1);
+    json_decref(items);
+  }
+  gq_sim_kind_drop_crd(s, meta_str(crd, "name"));
+}
+
+void gq_sim_do_delete(struct gq_sim_req *r)
+{
+  const json_t *cur = gq_sim_get(r->k, r->ns, r->name);
+  struct del_opts o;
+  json_t *last;
+
+  if (!cur) {
+    not_found(r, r->name);
+    return;
+  }
+  delete_opts(r, &o);
+  if ((o.uid && strcmp(o.uid, meta_str(cur, "uid"))) ||
+      (o.rv && strcmp(o.rv, meta_str(cur, "resourceVersion")))) {
+    json_decref(o.body);
+    conflict(r, r->name);
+    return;
+  }
+  json_decref(o.body);
+  if (dry_run(r)) {
+    reply_obj(r, 200, cur);
+    return;
+  }
+  last = gq_sim_delete(r->s, r->k, r->ns, r->name, o.grace_s, o.orphan);
+  if (is_crd_kind(r->k) && !gq_sim_get(r->k, NULL, r->name))
+    drop_crd_objects(r->s, last);
+  reply_obj(r, 200, last);
+  json_decref(last);
+}
+
+void gq_sim_do_delete_collection(struct gq_sim_req *r)
+{
+  struct gq_labelsel *ls;
+  struct gq_fieldsel *fs;
+  struct del_opts o;
+  json_t *items, *it, *out = json_array();
+  char api[128];
+  size_t i;
+
+  if (parse_selectors(r, &ls, &fs) != 0) {
+    json_decref(out);
+    return;
+  }
+  delete_opts(r, &o);
+  items = gq_sim_list(r->k, *r->ns ? r->ns : NULL);
+  json_array_foreach(items, i, it) {
+    if (selected(it, ls, fs))
+      json_array_append_new(out, gq_sim_delete(r->s, r->k,
+                                               meta_str(it, "namespace"),
+                                               meta_str(it, "name"),
+                                               o.grace_s, o.orphan));
+  }
+  json_decref(items);
+  json_decref(o.body);
+  gq_labelsel_free(ls);
+  gq_fieldsel_free(fs);
+  gq_sim_reply(r->http, 200,
+               json_pack("{s:s, s:s, s:{}, s:o}", "kind", r->k->list_kind,
+                         "apiVersion",
+                         gq_sim_kind_api_version(r->k, api, sizeof(api)),
+                         "metadata", "items", out));
+}

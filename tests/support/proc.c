@@ -1,0 +1,312 @@
+/* tests/support/proc.c - gpuq-sim, kubectl and HTTP for tests. */
+#define _XOPEN_SOURCE 700 /* nftw */
+#include "tests/support/proc.h"
+
+#include "base/alloc.h"
+#include "base/buf.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef GQ_BINARY_DIR
+#define GQ_BINARY_DIR "build"
+#endif
+
+static void sleep_ms(long ms)
+{
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+  nanosleep(&ts, NULL);
+}
+
+static char *slurp(const char *path)
+{
+  FILE *f = fopen(path, "rb");
+  struct gq_buf b;
+  char chunk[4096];
+  size_t n;
+
+  gq_buf_init(&b, 64u << 20);
+  if (!f)
+    return gq_xstrdup("");
+  while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+    if (gq_buf_append(&b, chunk, n) != 0)
+      break;
+  fclose(f);
+  return gq_buf_take(&b);
+}
+
+int gq_test_wait_file(const char *path, const char *needle, int timeout_ms)
+{
+  for (int t = 0; t < timeout_ms; t += 20) {
+    char *text = slurp(path);
+    int hit = strstr(text, needle) != NULL;
+
+    free(text);
+    if (hit)
+      return 1;
+    sleep_ms(20);
+  }
+  return 0;
+}
+
+int gq_test_sim_start(struct gq_test_sim *s, const char *const *extra)
+{
+  const char *tmp = getenv("TMPDIR");
+  char out[320], sim[512];
+  const char *argv[48];
+  int n = 0;
+  struct stat st;
+
+  memset(s, 0, sizeof(*s));
+  snprintf(s->dir, sizeof(s->dir), "%s/gpuq-test-sim-XXXXXX",
+           tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(s->dir))
+    return -1;
+  snprintf(s->kubeconfig, sizeof(s->kubeconfig), "%s/kubeconfig", s->dir);
+  snprintf(s->cache, sizeof(s->cache), "%s/kube-cache", s->dir);
+  snprintf(s->log, sizeof(s->log), "%s/sim.log", s->dir);
+  snprintf(out, sizeof(out), "%s/sim.out", s->dir);
+  snprintf(sim, sizeof(sim), "%s/gpuq-sim", GQ_BINARY_DIR);
+  argv[n++] = sim;
+  argv[n++] = "--listen";
+  argv[n++] = "127.0.0.1:0";
+  argv[n++] = "--kubeconfig-out";
+  argv[n++] = s->kubeconfig;
+  argv[n++] = "--crds";
+  argv[n++] = "crds";
+  for (; extra && *extra && n < 46; extra++)
+    argv[n++] = *extra;
+  argv[n] = NULL;
+  s->pid = fork();
+  if (s->pid == 0) {
+    int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int fe = open(s->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    dup2(fo, 1);
+    dup2(fe, 2);
+    execv(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  for (int t = 0; t < 20000; t += 10) {
+    int status;
+
+    if (stat(s->kubeconfig, &st) == 0) {
+      char *text = slurp(out), *nl;
+
+      nl = strchr(text, '\n');
+      if (nl)
+        *nl = '\0';
+      snprintf(s->url, sizeof(s->url), "%s",
+               strncmp(text, "listening on ", 13) ? "" : text + 13);
+      free(text);
+      return 0;
+    }
+    if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
+      char *log = slurp(s->log);
+
+      fprintf(stderr, "gpuq-sim exited early (status %d):\n%s\n", status, log);
+      free(log);
+      s->pid = 0;
+      return -1;
+    }
+    sleep_ms(10);
+  }
+  fprintf(stderr, "gpuq-sim wrote no kubeconfig in 20 s\n");
+  return -1;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag,
+                    struct FTW *ftw)
+{
+  (void)st;
+  (void)flag;
+  (void)ftw;
+  remove(path);
+  return 0;
+}
+
+int gq_test_sim_stop(struct gq_test_sim *s)
+{
+  int status = -1, rc = -1;
+
+  if (s->pid > 0) {
+    kill(s->pid, SIGTERM);
+    for (int t = 0; t < 5000; t += 10) {
+      if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
+        rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        s->pid = 0;
+        break;
+      }
+      sleep_ms(10);
+    }
+    if (s->pid > 0) {
+      kill(s->pid, SIGKILL);
+      waitpid(s->pid, &status, 0);
+      s->pid = 0;
+    }
+  }
+  if (rc != 0 && s->log[0]) {
+    char *log = slurp(s->log);
+
+    fprintf(stderr, "gpuq-sim log:\n%s\n", log);
+    free(log);
+  }
+  if (s->dir[0])
+    nftw(s->dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+  s->dir[0] = '\0';
+  return rc;
+}
+
+/* Builds kubectl's argv: kubectl --kubeconfig K --cache-dir C args... */
+static int kubectl_argv(const struct gq_test_sim *s, const char **argv,
+                        va_list ap)
+{
+  int n = 0;
+  const char *a;
+
+  argv[n++] = "kubectl";
+  argv[n++] = "--kubeconfig";
+  argv[n++] = s->kubeconfig;
+  argv[n++] = "--cache-dir";
+  argv[n++] = s->cache;
+  while ((a = va_arg(ap, const char *)) != NULL && n < 62)
+    argv[n++] = a;
+  argv[n] = NULL;
+  return n;
+}
+
+int gq_test_kubectl(const struct gq_test_sim *s, struct gq_test_out *o,
+                    const char *stdin_text, ...)
+{
+  const char *argv[64];
+  char in[400], out[400], err[400];
+  va_list ap;
+  pid_t pid;
+  int status;
+
+  va_start(ap, stdin_text);
+  kubectl_argv(s, argv, ap);
+  va_end(ap);
+  snprintf(in, sizeof(in), "%s/kubectl.in", s->dir);
+  snprintf(out, sizeof(out), "%s/kubectl.out", s->dir);
+  snprintf(err, sizeof(err), "%s/kubectl.err", s->dir);
+  {
+    FILE *f = fopen(in, "w");
+
+    if (f) {
+      fputs(stdin_text ? stdin_text : "", f);
+      fclose(f);
+    }
+  }
+  pid = fork();
+  if (pid == 0) {
+    int fi = open(in, O_RDONLY), fo = open(out, O_WRONLY | O_CREAT | O_TRUNC,
+                                           0600);
+    int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    dup2(fi, 0);
+    dup2(fo, 1);
+    dup2(fe, 2);
+    execvp(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  o->status = -1;
+  for (int t = 0; t < 60000; t += 5) {
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      o->status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      break;
+    }
+    sleep_ms(5);
+  }
+  if (o->status == -1) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  o->out = slurp(out);
+  o->err = slurp(err);
+  return o->status;
+}
+
+void gq_test_out_free(struct gq_test_out *o)
+{
+  free(o->out);
+  free(o->err);
+  o->out = o->err = NULL;
+}
+
+pid_t gq_test_kubectl_bg(const struct gq_test_sim *s, const char *out_path,
+                         ...)
+{
+  const char *argv[64];
+  va_list ap;
+  pid_t pid;
+
+  va_start(ap, out_path);
+  kubectl_argv(s, argv, ap);
+  va_end(ap);
+  pid = fork();
+  if (pid == 0) {
+    int fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    dup2(fo, 1);
+    dup2(fo, 2);
+    execvp(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  return pid;
+}
+
+static size_t on_body(char *p, size_t size, size_t n, void *arg)
+{
+  return gq_buf_append(arg, p, size * n) == 0 ? size * n : 0;
+}
+
+int gq_test_http(const char *method, const char *url, const char *body,
+                 const char *ctype, const char *token, char **resp)
+{
+  CURL *c = curl_easy_init();
+  struct curl_slist *h = NULL;
+  struct gq_buf b;
+  char hdr[512];
+  long code = -1;
+
+  gq_buf_init(&b, 64u << 20);
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+  if (body) {
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    snprintf(hdr, sizeof(hdr), "Content-Type: %s",
+             ctype ? ctype : "application/json");
+    h = curl_slist_append(h, hdr);
+  }
+  if (token) {
+    snprintf(hdr, sizeof(hdr), "Authorization: Bearer %s", token);
+    h = curl_slist_append(h, hdr);
+  }
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+  if (curl_easy_perform(c) == CURLE_OK)
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+  curl_slist_free_all(h);
+  curl_easy_cleanup(c);
+  *resp = gq_buf_take(&b);
+  return (int)code;
+}

@@ -1,0 +1,58 @@
+/* tests/support/proc.h - child processes for integration tests: gpuq-sim on
+ * a private loopback port with its own temporary directory, the real
+ * kubectl against it (fresh --cache-dir per sim), and raw HTTP requests.
+ * Test code only: everything here blocks. */
+#ifndef GQ_TEST_PROC_H
+#define GQ_TEST_PROC_H
+#include <stddef.h>
+#include <sys/types.h>
+
+struct gq_test_sim {
+  pid_t pid;
+  char dir[256];        /* temporary directory, removed by stop */
+  char kubeconfig[320]; /* written by the sim once it serves */
+  char cache[320];      /* kubectl --cache-dir */
+  char url[128];        /* from the sim's first stdout line */
+  char log[320];        /* the sim's stderr */
+};
+
+/* Starts build/gpuq-sim --listen 127.0.0.1:0 --kubeconfig-out DIR/kubeconfig
+ * --crds crds plus extra_args (NULL-terminated, may be NULL), and waits
+ * (up to 20 s) for the kubeconfig to appear. Returns 0 or -1 (message on
+ * stderr with the sim's log). */
+int gq_test_sim_start(struct gq_test_sim *s, const char *const *extra_args);
+
+/* SIGTERM, wait (SIGKILL after 5 s), remove the directory. Returns the
+ * sim's exit status (0 = clean shutdown), or -1 if it had to be killed. */
+int gq_test_sim_stop(struct gq_test_sim *s);
+
+struct gq_test_out {
+  int status; /* exit status, or -1 */
+  char *out;  /* stdout (heap, NUL-terminated) */
+  char *err;  /* stderr */
+};
+
+/* Runs kubectl --kubeconfig K --cache-dir C <args...> (NULL-terminated)
+ * with stdin_text on stdin (NULL = empty), waits for it (60 s cap) and
+ * captures its output. Returns its exit status. */
+int gq_test_kubectl(const struct gq_test_sim *s, struct gq_test_out *o,
+                    const char *stdin_text, ...);
+void gq_test_out_free(struct gq_test_out *o);
+
+/* Starts kubectl in the background with stdout and stderr to out_path;
+ * returns its pid. */
+pid_t gq_test_kubectl_bg(const struct gq_test_sim *s, const char *out_path,
+                         ...);
+
+/* Waits until the file at path contains needle (up to timeout_ms);
+ * returns 1 if it did. A deadline, not a sleep: the wait ends as soon as
+ * the text appears. */
+int gq_test_wait_file(const char *path, const char *needle, int timeout_ms);
+
+/* One HTTP request with libcurl: method, url (the sim's url + path), body
+ * (may be NULL), content type (may be NULL), bearer token (may be NULL).
+ * Returns the status code (or -1) and the body in *resp (heap). */
+int gq_test_http(const char *method, const char *url, const char *body,
+                 const char *ctype, const char *token, char **resp);
+
+#endif
