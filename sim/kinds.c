@@ -66,7 +66,7 @@ static void set_table(struct gq_sim_kind *k, gq_sim_coldefs_fn d,
 /* The built-in kinds gpuq and kubectl use (DESIGN §7). */
 void gq_sim_kinds_init(struct gq_sim *s)
 {
-  struct gq_sim_kind *k;
+  struct gq_sim_kind *k, *core_events;
 
   k = add_kind(s, "", "v1", "namespaces", "namespace", "Namespace", 0);
   set_short(k, "ns", NULL);
@@ -90,9 +90,13 @@ void gq_sim_kinds_init(struct gq_sim *s)
   k = add_kind(s, "", "v1", "events", "event", "Event", 1);
   set_short(k, "ev", NULL);
   set_table(k, gq_tb_event_cols, gq_tb_event_cells);
+  core_events = k;
   k = add_kind(s, "events.k8s.io", "v1", "events", "event", "Event", 1);
   set_short(k, "ev", NULL);
   set_table(k, gq_tb_event_cols, gq_tb_event_cells);
+  k->view_of = core_events;
+  k->present = gq_sim_event_to_view;
+  k->absorb = gq_sim_event_from_view;
   k = add_kind(s, "coordination.k8s.io", "v1", "leases", "lease", "Lease", 1);
   set_table(k, gq_tb_lease_cols, gq_tb_lease_cells);
   k = add_kind(s, "scheduling.k8s.io", "v1", "priorityclasses",
@@ -318,6 +322,7 @@ int gq_sim_kind_from_crd(struct gq_sim *s, json_t *crd, char *err,
   const char *scope = json_string_value(json_object_get(spec, "scope"));
   const char *version;
   struct gq_sim_kind *k;
+  char why[512];
 
   if (!ver)
     return GQ_EINVAL;
@@ -333,8 +338,10 @@ int gq_sim_kind_from_crd(struct gq_sim *s, json_t *crd, char *err,
              "value");
     return GQ_EINVAL;
   }
-  if (gq_schema_check_structural(schema, err, errlen) != 0)
+  if (gq_schema_check_structural(schema, why, sizeof(why)) != 0) {
+    snprintf(err, errlen, "spec.versions[0].schema.openAPIV3Schema.%s", why);
     return GQ_EINVAL;
+  }
   /* A kind is never freed while the sim runs (events and watches point at
    * it): a re-created or updated CRD reuses its kind. */
   for (k = s->kinds; k; k = k->next)

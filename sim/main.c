@@ -2,7 +2,8 @@
  *
  *   gpuq-sim --listen 127.0.0.1:PORT --kubeconfig-out PATH [--token T]
  *            [--tls-cert C --tls-key K [--tls-ca CA]] [--crds DIR]
- *            [--watch-window N] [--time-scale S --time-epoch E]
+ *            [--watch-window N] [--bookmark-interval-ms MS]
+ *            [--time-scale S --time-epoch E]
  *            [--log-level L]
  *
  * The first line on stdout is "listening on http://127.0.0.1:PORT" (https
@@ -32,6 +33,7 @@ struct args {
   const char *kubeconfig, *token, *tls_cert, *tls_key, *tls_ca, *crds;
   const char *scale, *epoch, *log_level;
   long window;
+  long bookmark_ms;
 };
 
 static void usage(FILE *f)
@@ -40,6 +42,7 @@ static void usage(FILE *f)
           "usage: gpuq-sim --listen 127.0.0.1:PORT --kubeconfig-out PATH\n"
           "                [--token T] [--tls-cert C --tls-key K [--tls-ca CA]]\n"
           "                [--crds DIR] [--watch-window N]\n"
+          "                [--bookmark-interval-ms MS]\n"
           "                [--time-scale S --time-epoch E] [--log-level L]\n");
 }
 
@@ -101,7 +104,14 @@ static int parse_args(int argc, char **argv, struct args *a)
       a->epoch = v;
     else if (!strcmp(f, "--log-level"))
       a->log_level = v;
-    else if (!strcmp(f, "--watch-window")) {
+    else if (!strcmp(f, "--bookmark-interval-ms")) {
+      a->bookmark_ms = strtol(v, &end, 10);
+      if (*end || a->bookmark_ms < 1) {
+        fprintf(stderr, "gpuq-sim: --bookmark-interval-ms: want a positive "
+                "integer, got '%s'\n", v);
+        return -1;
+      }
+    } else if (!strcmp(f, "--watch-window")) {
       a->window = strtol(v, &end, 10);
       if (*end || a->window < 1 || a->window > 10000000) {
         fprintf(stderr, "gpuq-sim: --watch-window: want 1..10000000, got "
@@ -252,8 +262,9 @@ int main(int argc, char **argv)
   signal(SIGPIPE, SIG_IGN);
   if (parse_args(argc, argv, &a) != 0 || setup(&a, &cert, &key, &ca) != 0)
     return 2;
-  o = (struct gq_sim_opts){a.host, a.port, a.token, cert, key, a.crds,
-                           (size_t)a.window};
+  o = (struct gq_sim_opts){a.host,  a.port,           a.token,
+                           cert,    key,              a.crds,
+                           (size_t)a.window, (uint64_t)a.bookmark_ms};
   if ((rc = gq_sim_start(&sim, loop, &o, err, sizeof(err))) != 0) {
     fprintf(stderr, "gpuq-sim: %s\n", err);
     return 1;
@@ -262,8 +273,14 @@ int main(int argc, char **argv)
            gq_httpd_port(sim.httpd));
   printf("listening on %s\n", url);
   fflush(stdout);
+  /* Over https with no user credentials kubectl prompts for a password,
+   * so without --token the kubeconfig still carries a token, one this sim
+   * does not check. (Over http kubectl sends no token at all: use --token
+   * together with TLS.) */
   if (a.kubeconfig &&
-      write_kubeconfig(a.kubeconfig, url, a.token, ca ? ca : cert) != 0)
+      write_kubeconfig(a.kubeconfig, url,
+                       a.token ? a.token : cert ? "gpuq-sim-no-auth" : NULL,
+                       ca ? ca : cert) != 0)
     return 1;
   uv_signal_init(loop, &sig_int);
   uv_signal_init(loop, &sig_term);

@@ -122,6 +122,10 @@ static int route(struct gq_sim_req *r, char seg[MAX_SEGS][256], int n)
   r->k = gq_sim_kind_find(r->s, group, version, seg[i]);
   if (!r->k || n - i > 3 || (*r->ns && !r->k->namespaced))
     return -1;
+  if (r->k->view_of) {
+    r->view = r->k;
+    r->k = r->k->view_of;
+  }
   if (n - i >= 2)
     snprintf(r->name, sizeof(r->name), "%s", seg[i + 1]);
   if (n - i == 3)

@@ -8,7 +8,8 @@ struct gq_sim_req {
   struct gq_sim *s;
   struct gq_http_req *http;
   const char *method;
-  struct gq_sim_kind *k;
+  struct gq_sim_kind *k;    /* the kind whose objects are stored */
+  struct gq_sim_kind *view; /* the kind requested, when it is a view */
   char ns[256];      /* "" when the path names no namespace */
   char name[256];    /* "" for collections */
   char sub[32];      /* "status", "eviction", "binding" or "" */

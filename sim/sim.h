@@ -71,6 +71,11 @@ struct gq_sim_kind {
   gq_sim_coldefs_fn coldefs;
   gq_sim_cells_fn cells;
   struct gq_sim_obj *objs; /* uthash by key */
+  /* A view of another kind's objects (events.k8s.io over core events):
+   * requests are served from view_of, converted at the edges. */
+  struct gq_sim_kind *view_of;
+  json_t *(*present)(const json_t *stored); /* stored -> view, new ref */
+  json_t *(*absorb)(const json_t *view);    /* view -> stored, new ref */
   struct gq_sim_kind *next;
 };
 
@@ -114,6 +119,7 @@ struct gq_sim_opts {
   const char *tls_key;
   const char *crd_dir;
   size_t watch_window;     /* events kept for resumption */
+  uint64_t bookmark_ms;    /* real ms between watch bookmarks (0 = 10 s) */
 };
 
 struct gq_sim {
@@ -199,6 +205,7 @@ struct gq_sim_watch_opts {
   int bookmarks;
   uint64_t from_rv;            /* 0 = synthetic ADDED first */
   int64_t timeout_s;           /* 0 = none */
+  struct gq_sim_kind *view;    /* present objects through this view */
 };
 /* Opens a watch on req. Returns 0, or GQ_EGONE when from_rv has been
  * compacted (the caller answers with the 410 ERROR event). */
@@ -208,6 +215,10 @@ int gq_sim_watch_open(struct gq_sim *s, struct gq_http_req *req,
 void gq_sim_watch_notify(struct gq_sim *s, const struct gq_sim_event *ev);
 /* Ends every watch (fault injection and shutdown). */
 void gq_sim_watch_close_all(struct gq_sim *s);
+
+/* --- events.c --- */
+json_t *gq_sim_event_to_view(const json_t *core);
+json_t *gq_sim_event_from_view(const json_t *view);
 
 /* --- table.c --- */
 /* Builds a meta.k8s.io/v1 Table of the objects in items (array). */

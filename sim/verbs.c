@@ -121,6 +121,12 @@ static void bad_request(struct gq_sim_req *r, const char *msg)
   gq_sim_status(r->http, 400, "BadRequest", msg, NULL);
 }
 
+/* The object as the request's kind shows it (a view converts). */
+static json_t *present(const struct gq_sim_req *r, const json_t *obj)
+{
+  return r->view ? r->view->present(obj) : json_incref((json_t *)obj);
+}
+
 /* Sends obj (JSON, or a one-row Table when asked) with the warning. */
 static void reply_obj(struct gq_sim_req *r, int code, const json_t *obj)
 {
@@ -132,7 +138,7 @@ static void reply_obj(struct gq_sim_req *r, int code, const json_t *obj)
     out = gq_sim_table(r->k, one, r->include_object, 1);
     json_decref(one);
   } else {
-    out = json_incref((json_t *)obj);
+    out = present(r, obj);
   }
   if (r->warning[0]) {
     char *s = json_dumps(out, JSON_COMPACT), hdr[600];
@@ -298,13 +304,18 @@ void gq_sim_do_list(struct gq_sim_req *r)
   gq_fieldsel_free(fs);
   cont = page(items, q(r, "continue"), limit, &remaining);
   snprintf(rv, sizeof(rv), "%llu", (unsigned long long)r->s->rv);
-  if (r->table)
+  if (r->table) {
     out = gq_sim_table(r->k, items, r->include_object, 1);
-  else
-    out = json_pack("{s:s, s:s, s:{}, s:O}", "kind", r->k->list_kind,
-                    "apiVersion",
-                    gq_sim_kind_api_version(r->k, api, sizeof(api)),
-                    "metadata", "items", items);
+  } else {
+    const struct gq_sim_kind *lk = r->view ? r->view : r->k;
+    json_t *shown = json_array();
+
+    json_array_foreach(items, i, it)
+      json_array_append_new(shown, present(r, it));
+    out = json_pack("{s:s, s:s, s:{}, s:o}", "kind", lk->list_kind,
+                    "apiVersion", gq_sim_kind_api_version(lk, api, sizeof(api)),
+                    "metadata", "items", shown);
+  }
   json_object_set_new(json_object_get(out, "metadata"), "resourceVersion",
                       json_string(rv));
   if (cont) {
@@ -328,6 +339,7 @@ void gq_sim_do_watch(struct gq_sim_req *r)
   if (parse_selectors(r, &o.labels, &o.fields) != 0)
     return;
   o.ns = *r->ns ? r->ns : NULL;
+  o.view = r->view;
   o.table = r->table;
   o.include_object = r->include_object;
   o.bookmarks = bm && (strcmp(bm, "true") == 0 || strcmp(bm, "1") == 0);
@@ -643,9 +655,21 @@ static void create_obj(struct gq_sim_req *r, json_t *obj)
   reply_obj(r, 201, stored);
 }
 
+/* A body sent to a view, converted to the stored form (taken). */
+static json_t *absorb(const struct gq_sim_req *r, json_t *body)
+{
+  json_t *out;
+
+  if (!r->view || !body)
+    return body;
+  out = r->view->absorb(body);
+  json_decref(body);
+  return out;
+}
+
 void gq_sim_do_create(struct gq_sim_req *r)
 {
-  json_t *obj = read_body(r);
+  json_t *obj = absorb(r, read_body(r));
 
   if (obj)
     create_obj(r, obj);
@@ -773,7 +797,7 @@ static void commit_update(struct gq_sim_req *r, const json_t *cur,
 void gq_sim_do_update(struct gq_sim_req *r)
 {
   const json_t *cur = gq_sim_get(r->k, r->ns, r->name);
-  json_t *next = read_body(r);
+  json_t *next = absorb(r, read_body(r));
   const char *bname;
 
   if (!next)
@@ -825,7 +849,7 @@ void gq_sim_do_patch(struct gq_sim_req *r)
 {
   const char *ct = gq_http_header(r->http, "Content-Type");
   const json_t *cur = gq_sim_get(r->k, r->ns, r->name);
-  json_t *patch, *next;
+  json_t *patch, *next, *shown;
 
   if (!ct)
     ct = "application/merge-patch+json";
@@ -840,11 +864,11 @@ void gq_sim_do_patch(struct gq_sim_req *r)
   if (!(patch = read_body(r)))
     return;
   if (!cur && strstr(ct, "apply-patch")) { /* server-side apply creates */
-    json_object_set_new(json_is_object(json_object_get(patch, "metadata"))
-                            ? json_object_get(patch, "metadata")
-                            : patch,
-                        "name", json_string(r->name));
-    create_obj(r, patch);
+    if (!json_is_object(json_object_get(patch, "metadata")))
+      json_object_set_new(patch, "metadata", json_object());
+    json_object_set_new(json_object_get(patch, "metadata"), "name",
+                        json_string(r->name));
+    create_obj(r, absorb(r, patch));
     return;
   }
   if (!cur) {
@@ -852,7 +876,10 @@ void gq_sim_do_patch(struct gq_sim_req *r)
     not_found(r, r->name);
     return;
   }
-  next = apply_patch(r, cur, patch, ct);
+  /* A view is patched as it is shown, then stored converted back. */
+  shown = present(r, cur);
+  next = absorb(r, apply_patch(r, shown, patch, ct));
+  json_decref(shown);
   json_decref(patch);
   if (next)
     commit_update(r, cur, next);

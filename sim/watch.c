@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BOOKMARK_MS 10000 /* real ms between bookmarks, when asked for */
+#define BOOKMARK_MS 10000 /* default real ms between requested bookmarks */
 
 struct gq_sim_watch {
   struct gq_sim *s;
@@ -83,11 +83,13 @@ static int passes(const struct gq_sim_watch *w, const json_t *obj)
 
 static void send_event(struct gq_sim_watch *w, const char *type, json_t *obj)
 {
-  json_t *ev, *payload;
+  json_t *ev, *payload, *presented = NULL;
   char *line;
 
   if (w->closed)
     return;
+  if (w->o.view && strcmp(type, "BOOKMARK") != 0)
+    obj = presented = w->o.view->present(obj);
   if (w->o.table && strcmp(type, "BOOKMARK") != 0 &&
       strcmp(type, "ERROR") != 0) {
     json_t *one = json_pack("[O]", obj);
@@ -106,6 +108,7 @@ static void send_event(struct gq_sim_watch *w, const char *type, json_t *obj)
       gq_http_stream_write(w->stream, "\n", 1) != 0)
     w->closed = 1;
   free(line);
+  json_decref(presented);
 }
 
 /* Sends what one stored event means to this watch: a change that moves an
@@ -151,7 +154,7 @@ static void bookmark(struct gq_sim_watch *w)
 static void on_timer(uv_timer_t *t)
 {
   struct gq_sim_watch *w = t->data;
-  uint64_t now = uv_now(w->s->loop), next = BOOKMARK_MS;
+  uint64_t now = uv_now(w->s->loop), next = w->s->opts.bookmark_ms;
 
   if (w->deadline_ms && now >= w->deadline_ms) {
     gq_http_stream_close(w->stream); /* timeoutSeconds: a normal end */
@@ -215,10 +218,13 @@ int gq_sim_watch_open(struct gq_sim *s, struct gq_http_req *req,
                       struct gq_sim_watch_opts *o)
 {
   struct gq_sim_watch *w;
-  uint64_t first = BOOKMARK_MS;
+  uint64_t first;
 
   if (o->from_rv && o->from_rv < s->compacted_rv)
     return GQ_EGONE;
+  if (!s->opts.bookmark_ms)
+    s->opts.bookmark_ms = BOOKMARK_MS;
+  first = s->opts.bookmark_ms;
   w = gq_xcalloc(1, sizeof(*w));
   w->s = s;
   w->o = *o;

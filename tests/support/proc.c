@@ -292,6 +292,8 @@ int gq_test_http(const char *method, const char *url, const char *body,
   curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+  if (getenv("GQ_TEST_CAINFO")) /* a test's own CA for an https sim */
+    curl_easy_setopt(c, CURLOPT_CAINFO, getenv("GQ_TEST_CAINFO"));
   if (body) {
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
     snprintf(hdr, sizeof(hdr), "Content-Type: %s",

@@ -51,7 +51,9 @@ int gq_test_wait_file(const char *path, const char *needle, int timeout_ms);
 
 /* One HTTP request with libcurl: method, url (the sim's url + path), body
  * (may be NULL), content type (may be NULL), bearer token (may be NULL).
- * Returns the status code (or -1) and the body in *resp (heap). */
+ * Returns the status code (or -1) and the body in *resp (heap). An https
+ * URL is verified against the CA file named by $GQ_TEST_CAINFO if set,
+ * else the system's. */
 int gq_test_http(const char *method, const char *url, const char *body,
                  const char *ctype, const char *token, char **resp);
 

@@ -1,0 +1,430 @@
+/* gpuq-sim's API semantics over raw HTTP: list paging and selectors, watch
+ * resume and 410 Gone after compaction, bookmarks and timeouts, 409 on a
+ * stale update, finalizers, owner cascading, generateName and dryRun,
+ * server-side apply, events under both groups, CRDs created through the
+ * API, fault injection, and the discovery kubectl drain needs. */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "tests/support/proc.h"
+
+static struct gq_test_sim sim;
+
+static int group_setup(void **state)
+{
+  static const char *const args[] = {"--watch-window", "5",
+                                     "--bookmark-interval-ms", "200", NULL};
+  (void)state;
+  return gq_test_sim_start(&sim, args);
+}
+
+static int group_teardown(void **state)
+{
+  (void)state;
+  return gq_test_sim_stop(&sim) == 0 ? 0 : -1;
+}
+
+/* One request; fails unless the status is want. Returns the parsed body
+ * (NULL if not JSON); *raw gets the text if raw is not NULL. */
+static json_t *call(const char *method, const char *path, const char *body,
+                    const char *ctype, int want, char **raw)
+{
+  char url[512], *resp;
+  int code;
+  json_t *j;
+
+  snprintf(url, sizeof(url), "%s%s", sim.url, path);
+  code = gq_test_http(method, url, body, ctype, NULL, &resp);
+  if (code != want)
+    fail_msg("%s %s: status %d, want %d: %s", method, path, code, want, resp);
+  j = json_loads(resp, JSON_DECODE_ANY, NULL);
+  if (raw)
+    *raw = resp;
+  else
+    free(resp);
+  return j;
+}
+
+static const char *str_at(const json_t *j, const char *a, const char *b)
+{
+  const json_t *v = json_object_get(j, a);
+
+  return json_string_value(b ? json_object_get(v, b) : v);
+}
+
+static void mkns(const char *name, const char *team)
+{
+  char body[256];
+
+  snprintf(body, sizeof(body),
+           "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"team\":\"%s\"}}}",
+           name, team);
+  json_decref(call("POST", "/api/v1/namespaces", body, NULL, 201, NULL));
+}
+
+static void test_list_paging_and_selectors(void **state)
+{
+  json_t *j;
+  char path[256];
+
+  (void)state;
+  mkns("p-a", "x");
+  mkns("p-b", "y");
+  mkns("p-c", "x");
+  j = call("GET", "/api/v1/namespaces?labelSelector=team%3Dx", NULL, NULL,
+           200, NULL);
+  assert_int_equal(json_array_size(json_object_get(j, "items")), 2);
+  assert_non_null(str_at(j, "metadata", "resourceVersion"));
+  json_decref(j);
+  j = call("GET", "/api/v1/namespaces?labelSelector=team%20in%20(x,y)&limit=2",
+           NULL, NULL, 200, NULL);
+  assert_int_equal(json_array_size(json_object_get(j, "items")), 2);
+  assert_non_null(str_at(j, "metadata", "continue"));
+  snprintf(path, sizeof(path),
+           "/api/v1/namespaces?labelSelector=team%%20in%%20(x,y)&limit=2&"
+           "continue=%s",
+           str_at(j, "metadata", "continue"));
+  json_decref(j);
+  j = call("GET", path, NULL, NULL, 200, NULL);
+  assert_int_equal(json_array_size(json_object_get(j, "items")), 1);
+  assert_null(str_at(j, "metadata", "continue"));
+  json_decref(j);
+  j = call("GET", "/api/v1/namespaces?fieldSelector=metadata.name%3Dp-b",
+           NULL, NULL, 200, NULL);
+  assert_int_equal(json_array_size(json_object_get(j, "items")), 1);
+  json_decref(j);
+  j = call("GET", "/api/v1/namespaces?fieldSelector=metadata.name!%3Dp-b",
+           NULL, NULL, 200, NULL);
+  assert_true(json_array_size(json_object_get(j, "items")) >= 6);
+  json_decref(j);
+  j = call("GET", "/api/v1/namespaces?fieldSelector=spec.bogus%3D1", NULL,
+           NULL, 400, NULL);
+  assert_string_equal(str_at(j, "reason", NULL), "BadRequest");
+  json_decref(j);
+}
+
+static void test_watch_gone_after_compaction(void **state)
+{
+  char *raw;
+  json_t *j;
+
+  (void)state;
+  /* The window holds 5 events and more than 5 changes happened. */
+  json_decref(call("GET", "/api/v1/namespaces?watch=true&resourceVersion=1"
+                          "&timeoutSeconds=5",
+                   NULL, NULL, 200, &raw));
+  assert_non_null(strstr(raw, "\"type\":\"ERROR\""));
+  assert_non_null(strstr(raw, "\"code\":410"));
+  assert_non_null(strstr(raw, "\"reason\":\"Expired\""));
+  free(raw);
+  /* A resume inside the window replays exactly the later changes. */
+  j = call("GET", "/api/v1/namespaces", NULL, NULL, 200, NULL);
+  mkns("p-d", "z");
+  {
+    char path[256];
+
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces?watch=1&resourceVersion=%s&timeoutSeconds=1",
+             str_at(j, "metadata", "resourceVersion"));
+    json_decref(call("GET", path, NULL, NULL, 200, &raw));
+  }
+  assert_non_null(strstr(raw, "\"type\":\"ADDED\""));
+  assert_non_null(strstr(raw, "p-d"));
+  assert_null(strstr(raw, "p-a"));
+  free(raw);
+  json_decref(j);
+}
+
+static void test_watch_bookmarks_and_initial_state(void **state)
+{
+  char *raw;
+
+  (void)state;
+  json_decref(call("GET", "/api/v1/namespaces?watch=1&allowWatchBookmarks=true"
+                          "&timeoutSeconds=1&labelSelector=team%3Dx",
+                   NULL, NULL, 200, &raw));
+  /* No resourceVersion: the current state first, as ADDED events. */
+  assert_non_null(strstr(raw, "p-a"));
+  assert_non_null(strstr(raw, "p-c"));
+  assert_null(strstr(raw, "p-b"));
+  assert_non_null(strstr(raw, "\"type\":\"BOOKMARK\""));
+  free(raw);
+  json_decref(call("GET", "/api/v1/namespaces?watch=1&timeoutSeconds=1", NULL,
+                   NULL, 200, &raw));
+  assert_null(strstr(raw, "BOOKMARK")); /* only when asked for */
+  free(raw);
+}
+
+static void test_stale_update_conflict(void **state)
+{
+  json_t *j, *k;
+  char *body;
+
+  (void)state;
+  j = call("GET", "/api/v1/namespaces/p-a", NULL, NULL, 200, NULL);
+  json_decref(call("PATCH", "/api/v1/namespaces/p-a",
+                   "{\"metadata\":{\"labels\":{\"v\":\"2\"}}}",
+                   "application/merge-patch+json", 200, NULL));
+  body = json_dumps(j, JSON_COMPACT);
+  k = call("PUT", "/api/v1/namespaces/p-a", body, NULL, 409, NULL);
+  assert_string_equal(str_at(k, "reason", NULL), "Conflict");
+  free(body);
+  json_decref(k);
+  json_decref(j);
+}
+
+static void test_patch_without_change_keeps_version(void **state)
+{
+  json_t *a, *b;
+
+  (void)state;
+  a = call("GET", "/api/v1/namespaces/p-a", NULL, NULL, 200, NULL);
+  b = call("PATCH", "/api/v1/namespaces/p-a",
+           "{\"metadata\":{\"labels\":{\"v\":\"2\"}}}",
+           "application/merge-patch+json", 200, NULL);
+  assert_string_equal(str_at(a, "metadata", "resourceVersion"),
+                      str_at(b, "metadata", "resourceVersion"));
+  json_decref(a);
+  json_decref(b);
+}
+
+static const char job[] =
+    "{\"apiVersion\":\"gpuq.dev/v1alpha1\",\"kind\":\"GpuJob\",\"metadata\":"
+    "{\"name\":\"%s\",\"finalizers\":[%s]},\"spec\":{\"team\":\"t\","
+    "\"gpusPerReplica\":1,\"template\":{\"spec\":{\"containers\":[{\"name\":"
+    "\"c\",\"image\":\"i\"}]}}}}";
+
+static void test_finalizers_and_cascade(void **state)
+{
+  char body[1024], pod[1024];
+  json_t *j;
+
+  (void)state;
+  snprintf(body, sizeof(body), job, "held", "\"example.com/hold\"");
+  json_decref(call("POST", "/apis/gpuq.dev/v1alpha1/namespaces/default/gpujobs",
+                   body, NULL, 201, NULL));
+  j = call("DELETE", "/apis/gpuq.dev/v1alpha1/namespaces/default/gpujobs/held",
+           NULL, NULL, 200, NULL);
+  assert_non_null(str_at(j, "metadata", "deletionTimestamp"));
+  json_decref(j);
+  json_decref(call("GET", "/apis/gpuq.dev/v1alpha1/namespaces/default/gpujobs/"
+                          "held",
+                   NULL, NULL, 200, NULL));
+  json_decref(call("PATCH", "/apis/gpuq.dev/v1alpha1/namespaces/default/"
+                            "gpujobs/held",
+                   "{\"metadata\":{\"finalizers\":null}}",
+                   "application/merge-patch+json", 200, NULL));
+  json_decref(call("GET", "/apis/gpuq.dev/v1alpha1/namespaces/default/gpujobs/"
+                          "held",
+                   NULL, NULL, 404, NULL));
+  /* Cascade: a pod owned by a job goes with it. */
+  snprintf(body, sizeof(body), job, "owner", "");
+  j = call("POST", "/apis/gpuq.dev/v1alpha1/namespaces/default/gpujobs", body,
+           NULL, 201, NULL);
+  snprintf(pod, sizeof(pod),
+           "{\"metadata\":{\"name\":\"owned-0\",\"ownerReferences\":[{"
+           "\"apiVersion\":\"gpuq.dev/v1alpha1\",\"kind\":\"GpuJob\",\"name\":"
+           "\"owner\",\"uid\":\"%s\",\"controller\":true}]},\"spec\":{"
+           "\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}",
+           str_at(j, "metadata", "uid"));
+  json_decref(j);
+  json_decref(call("POST", "/api/v1/namespaces/default/pods", pod, NULL, 201,
+                   NULL));
+  json_decref(call("DELETE", "/apis/gpuq.dev/v1alpha1/namespaces/default/"
+                             "gpujobs/owner",
+                   "{\"propagationPolicy\":\"Background\"}", NULL, 200, NULL));
+  json_decref(call("GET", "/api/v1/namespaces/default/pods/owned-0", NULL,
+                   NULL, 404, NULL));
+}
+
+static void test_generate_name_dry_run_preconditions(void **state)
+{
+  json_t *j;
+  char body[512];
+
+  (void)state;
+  j = call("POST", "/api/v1/namespaces",
+           "{\"metadata\":{\"generateName\":\"gen-\"}}", NULL, 201, NULL);
+  assert_int_equal(strncmp(str_at(j, "metadata", "name"), "gen-", 4), 0);
+  assert_int_equal(strlen(str_at(j, "metadata", "name")), 9);
+  json_decref(j);
+  json_decref(call("POST", "/api/v1/namespaces?dryRun=All",
+                   "{\"metadata\":{\"name\":\"dry\"}}", NULL, 201, NULL));
+  json_decref(call("GET", "/api/v1/namespaces/dry", NULL, NULL, 404, NULL));
+  snprintf(body, sizeof(body), "{\"preconditions\":{\"uid\":\"nope\"}}");
+  json_decref(call("DELETE", "/api/v1/namespaces/p-c", body, NULL, 409, NULL));
+  /* A namespace that does not exist cannot hold objects. */
+  j = call("POST", "/api/v1/namespaces/missing/pods",
+           "{\"metadata\":{\"name\":\"x\"},\"spec\":{\"containers\":[{\"name\":"
+           "\"c\"}]}}",
+           NULL, 404, NULL);
+  assert_string_equal(str_at(j, "message", NULL),
+                      "namespaces \"missing\" not found");
+  json_decref(j);
+}
+
+static void test_server_side_apply(void **state)
+{
+  char body[1024];
+  json_t *j;
+
+  (void)state;
+  snprintf(body, sizeof(body), job, "ssa", "");
+  json_decref(call("PATCH", "/apis/gpuq.dev/v1alpha1/namespaces/default/"
+                            "gpujobs/ssa?fieldManager=kubectl",
+                   body, "application/apply-patch+yaml", 201, NULL));
+  j = call("PATCH", "/apis/gpuq.dev/v1alpha1/namespaces/default/gpujobs/ssa"
+                    "?fieldManager=kubectl",
+           "{\"spec\":{\"priority\":9}}", "application/apply-patch+yaml", 200,
+           NULL);
+  assert_int_equal(json_integer_value(json_object_get(
+                       json_object_get(j, "spec"), "priority")),
+                   9);
+  /* Defaults from the CRD schema were applied on create. */
+  assert_int_equal(json_integer_value(json_object_get(
+                       json_object_get(j, "spec"), "backoffLimit")),
+                   3);
+  json_decref(j);
+}
+
+static void test_events_two_views(void **state)
+{
+  json_t *j;
+
+  (void)state;
+  json_decref(call("POST", "/api/v1/namespaces/default/events",
+                   "{\"metadata\":{\"name\":\"e1\"},\"involvedObject\":{"
+                   "\"kind\":\"GpuJob\",\"name\":\"ssa\",\"namespace\":"
+                   "\"default\"},\"reason\":\"Queued\",\"message\":\"m1\","
+                   "\"type\":\"Normal\"}",
+                   NULL, 201, NULL));
+  j = call("GET", "/apis/events.k8s.io/v1/namespaces/default/events/e1", NULL,
+           NULL, 200, NULL);
+  assert_string_equal(str_at(j, "note", NULL), "m1");
+  assert_string_equal(str_at(j, "regarding", "name"), "ssa");
+  assert_string_equal(str_at(j, "apiVersion", NULL), "events.k8s.io/v1");
+  json_decref(j);
+  json_decref(call("POST", "/apis/events.k8s.io/v1/namespaces/default/events",
+                   "{\"metadata\":{\"name\":\"e2\"},\"regarding\":{\"kind\":"
+                   "\"GpuJob\",\"name\":\"ssa\",\"namespace\":\"default\"},"
+                   "\"reason\":\"Admitted\",\"note\":\"m2\",\"type\":"
+                   "\"Normal\",\"reportingController\":\"gpuq\","
+                   "\"reportingInstance\":\"gpuq-0\",\"action\":\"Admit\"}",
+                   NULL, 201, NULL));
+  j = call("GET", "/api/v1/namespaces/default/events?fieldSelector="
+                  "involvedObject.name%3Dssa,reason%3DAdmitted",
+           NULL, NULL, 200, NULL);
+  assert_int_equal(json_array_size(json_object_get(j, "items")), 1);
+  assert_string_equal(
+      str_at(json_array_get(json_object_get(j, "items"), 0), "message", NULL),
+      "m2");
+  json_decref(j);
+}
+
+static void test_crd_created_through_api(void **state)
+{
+  static const char crd[] =
+      "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":"
+      "\"CustomResourceDefinition\",\"metadata\":{\"name\":"
+      "\"widgets.example.com\"},\"spec\":{\"group\":\"example.com\",\"scope\":"
+      "\"Namespaced\",\"names\":{\"plural\":\"widgets\",\"singular\":"
+      "\"widget\",\"kind\":\"Widget\"},\"versions\":[{\"name\":\"v1\","
+      "\"served\":true,\"storage\":true,\"schema\":{\"openAPIV3Schema\":{"
+      "\"type\":\"object\",\"properties\":{\"spec\":{\"type\":\"object\","
+      "\"properties\":{\"size\":{\"type\":\"integer\",\"minimum\":1}}}}}}}]}}";
+  json_t *j;
+
+  (void)state;
+  json_decref(call("POST", "/apis/apiextensions.k8s.io/v1/"
+                           "customresourcedefinitions",
+                   crd, NULL, 201, NULL));
+  json_decref(call("POST", "/apis/example.com/v1/namespaces/default/widgets",
+                   "{\"metadata\":{\"name\":\"w\"},\"spec\":{\"size\":2}}",
+                   NULL, 201, NULL));
+  j = call("POST", "/apis/example.com/v1/namespaces/default/widgets",
+           "{\"metadata\":{\"name\":\"w0\"},\"spec\":{\"size\":0}}", NULL, 422,
+           NULL);
+  assert_non_null(strstr(str_at(j, "message", NULL), "spec.size"));
+  json_decref(j);
+  json_decref(call("GET", "/apis/example.com/v1", NULL, NULL, 200, NULL));
+  json_decref(call("DELETE", "/apis/apiextensions.k8s.io/v1/"
+                             "customresourcedefinitions/widgets.example.com",
+                   NULL, NULL, 200, NULL));
+  json_decref(call("GET", "/apis/example.com/v1/namespaces/default/widgets",
+                   NULL, NULL, 404, NULL));
+}
+
+static double now_s(void)
+{
+  struct timespec ts;
+
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void test_fault_injection(void **state)
+{
+  double t0;
+  char path[400];
+  struct gq_test_out o;
+  pid_t pid;
+  int status;
+
+  (void)state;
+  json_decref(call("POST", "/sim/v1/faults",
+                   "{\"verb\":\"create\",\"resource\":\"namespaces\","
+                   "\"status\":500,\"count\":2}",
+                   NULL, 201, NULL));
+  json_decref(call("POST", "/api/v1/namespaces",
+                   "{\"metadata\":{\"name\":\"f1\"}}", NULL, 500, NULL));
+  json_decref(call("POST", "/api/v1/namespaces",
+                   "{\"metadata\":{\"name\":\"f1\"}}", NULL, 500, NULL));
+  json_decref(call("POST", "/api/v1/namespaces",
+                   "{\"metadata\":{\"name\":\"f1\"}}", NULL, 201, NULL));
+  json_decref(call("POST", "/sim/v1/faults",
+                   "{\"verb\":\"get\",\"resource\":\"namespaces\","
+                   "\"delayMs\":300,\"count\":1}",
+                   NULL, 201, NULL));
+  t0 = now_s();
+  json_decref(call("GET", "/api/v1/namespaces/f1", NULL, NULL, 200, NULL));
+  assert_true(now_s() - t0 >= 0.3);
+  /* Closing every watch ends kubectl get -w (it exits 0, never retries). */
+  snprintf(path, sizeof(path), "%s/watch-ns.out", sim.dir);
+  pid = gq_test_kubectl_bg(&sim, path, "get", "ns", "-w", NULL);
+  assert_true(gq_test_wait_file(path, "f1", 20000));
+  json_decref(call("POST", "/sim/v1/close-watches", "{}", NULL, 200, NULL));
+  waitpid(pid, &status, 0);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  gq_test_kubectl(&sim, &o, NULL, "get", "--raw", "/api/v1", NULL);
+  assert_non_null(strstr(o.out, "\"name\":\"pods/eviction\""));
+  assert_non_null(strstr(o.out, "\"group\":\"policy\""));
+  gq_test_out_free(&o);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_list_paging_and_selectors),
+      cmocka_unit_test(test_watch_gone_after_compaction),
+      cmocka_unit_test(test_watch_bookmarks_and_initial_state),
+      cmocka_unit_test(test_stale_update_conflict),
+      cmocka_unit_test(test_patch_without_change_keeps_version),
+      cmocka_unit_test(test_finalizers_and_cascade),
+      cmocka_unit_test(test_generate_name_dry_run_preconditions),
+      cmocka_unit_test(test_server_side_apply),
+      cmocka_unit_test(test_events_two_views),
+      cmocka_unit_test(test_crd_created_through_api),
+      cmocka_unit_test(test_fault_injection),
+  };
+  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

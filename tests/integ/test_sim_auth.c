@@ -1,0 +1,147 @@
+/* gpuq-sim's bearer-token authentication and TLS, through the real kubectl:
+ * the written kubeconfig carries the token and the CA, a wrong token gets
+ * 401, and a client that does not trust the CA is refused. kubectl sends a
+ * bearer token only over https, so the token test runs under TLS. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tests/support/fixture.h"
+#include "tests/support/proc.h"
+
+static void assert_has(const char *text, const char *needle)
+{
+  if (!strstr(text, needle))
+    fail_msg("missing '%s' in:\n%s", needle, text);
+}
+
+static void make_cert(const char *dir, const char *name);
+
+static void test_token(void **state)
+{
+  char dir[] = "/tmp/gpuq-test-tok-XXXXXX", crt[400], key[400];
+  struct gq_test_sim sim;
+  struct gq_test_out o;
+  char *kc, url[256], *resp;
+
+  (void)state;
+  assert_non_null(mkdtemp(dir));
+  make_cert(dir, "sim");
+  snprintf(crt, sizeof(crt), "%s/sim.crt", dir);
+  snprintf(key, sizeof(key), "%s/sim.key", dir);
+  {
+    const char *args[] = {"--token", "s3cret-sim-token", "--tls-cert", crt,
+                          "--tls-key", key, NULL};
+
+    assert_int_equal(gq_test_sim_start(&sim, args), 0);
+  }
+  kc = gq_test_read_file(sim.kubeconfig, NULL);
+  assert_has(kc, "s3cret-sim-token");
+  free(kc);
+  assert_int_equal(gq_test_kubectl(&sim, &o, NULL, "get", "ns", NULL), 0);
+  assert_has(o.out, "default");
+  gq_test_out_free(&o);
+  assert_int_equal(gq_test_kubectl(&sim, &o, NULL, "--token", "wrong", "get",
+                                   "ns", NULL),
+                   1);
+  assert_has(o.err, "Unauthorized");
+  gq_test_out_free(&o);
+  /* Raw requests (curl trusts the sim's certificate here). */
+  snprintf(url, sizeof(url), "%s/api/v1/namespaces", sim.url);
+  setenv("GQ_TEST_CAINFO", crt, 1);
+  assert_int_equal(gq_test_http("GET", url, NULL, NULL, NULL, &resp), 401);
+  assert_has(resp, "\"code\":401");
+  free(resp);
+  assert_int_equal(gq_test_http("GET", url, NULL, NULL, "s3cret-sim-token",
+                                &resp),
+                   200);
+  free(resp);
+  unsetenv("GQ_TEST_CAINFO");
+  assert_int_equal(gq_test_sim_stop(&sim), 0);
+  unlink(crt);
+  unlink(key);
+  rmdir(dir);
+}
+
+/* A self-signed certificate for 127.0.0.1 made with the openssl tool. */
+static void make_cert(const char *dir, const char *name)
+{
+  char key[400], crt[400];
+  pid_t pid;
+  int status;
+
+  snprintf(key, sizeof(key), "%s/%s.key", dir, name);
+  snprintf(crt, sizeof(crt), "%s/%s.crt", dir, name);
+  pid = fork();
+  if (pid == 0) {
+    freopen("/dev/null", "w", stderr);
+    execlp("openssl", "openssl", "req", "-x509", "-newkey", "rsa:2048",
+           "-nodes", "-keyout", key, "-out", crt, "-days", "2", "-subj",
+           "/CN=gpuq-sim", "-addext", "subjectAltName=IP:127.0.0.1",
+           (char *)NULL);
+    _exit(127);
+  }
+  waitpid(pid, &status, 0);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static void test_tls(void **state)
+{
+  char dir[] = "/tmp/gpuq-test-tls-XXXXXX", crt[400], key[400], other[400];
+  char url[256], *resp, *kc;
+  struct gq_test_sim sim;
+  struct gq_test_out o;
+
+  (void)state;
+  assert_non_null(mkdtemp(dir));
+  make_cert(dir, "sim");
+  make_cert(dir, "other");
+  snprintf(crt, sizeof(crt), "%s/sim.crt", dir);
+  snprintf(key, sizeof(key), "%s/sim.key", dir);
+  snprintf(other, sizeof(other), "%s/other.crt", dir);
+  {
+    const char *args[] = {"--tls-cert", crt, "--tls-key", key, "--tls-ca",
+                          crt, NULL};
+
+    assert_int_equal(gq_test_sim_start(&sim, args), 0);
+  }
+  assert_int_equal(strncmp(sim.url, "https://127.0.0.1:", 18), 0);
+  kc = gq_test_read_file(sim.kubeconfig, NULL);
+  assert_has(kc, "certificate-authority-data");
+  free(kc);
+  assert_int_equal(gq_test_kubectl(&sim, &o, NULL, "get", "ns", NULL), 0);
+  assert_has(o.out, "kube-system");
+  gq_test_out_free(&o);
+  /* A client that trusts another CA is refused by its own verification. */
+  assert_int_equal(gq_test_kubectl(&sim, &o, NULL, "--certificate-authority",
+                                   other, "get", "ns", NULL),
+                   1);
+  assert_has(o.err, "certificate");
+  gq_test_out_free(&o);
+  snprintf(url, sizeof(url), "%s/version", sim.url);
+  assert_int_equal(gq_test_http("GET", url, NULL, NULL, NULL, &resp), -1);
+  free(resp);
+  assert_int_equal(gq_test_sim_stop(&sim), 0);
+  unlink(crt);
+  unlink(key);
+  unlink(other);
+  snprintf(other, sizeof(other), "%s/other.key", dir);
+  unlink(other);
+  rmdir(dir);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_token),
+      cmocka_unit_test(test_tls),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
