@@ -41,9 +41,7 @@ static int32_t get_i32(struct gq_dec *d, const json_t *o, const char *path,
 static void decode_gpu(struct gq_dec *d, const json_t *spec,
                        struct gq_gpujob *j)
 {
-  const json_t *gpu = gq_dec_object(d, spec, "spec.gpu", 0), *prods, *p;
-  char path[GQ_DEC_PATH_MAX];
-  size_t i;
+  const json_t *gpu = gq_dec_object(d, spec, "spec.gpu", 0);
 
   j->gpu_resource = gq_dec_string(d, gpu, "spec.gpu.resource", 0, 253,
                                   GQ_DEFAULT_GPU_RESOURCE);
@@ -55,20 +53,9 @@ static void decode_gpu(struct gq_dec *d, const json_t *spec,
     gq_dec_qualified_name(d, "spec.gpu.resource", j->gpu_resource);
   gq_dec_int(d, gpu, "spec.gpu.minMemoryMiB", 0, GQ_MAX_MIN_MEMORY_MIB, 0,
              &j->min_memory_mib);
-  prods = gq_dec_array(d, gpu, "spec.gpu.products", 0, GQ_MAX_PRODUCTS);
-  if (!prods || d->rc || json_array_size(prods) == 0)
-    return;
-  j->products = gq_xcalloc(json_array_size(prods), sizeof(*j->products));
-  json_array_foreach((json_t *)prods, i, p) {
-    gq_dec_path(path, "spec.gpu.products[%zu]", i);
-    if (!json_is_string(p)) {
-      gq_dec_fail_got(d, path, p, "must be a string");
-      return;
-    }
-    if (gq_dec_label_value(d, path, json_string_value(p)) != 0)
-      return;
-    j->products[j->n_products++] = json_string_value(p);
-  }
+  j->products = gq_dec_string_array(d, gpu, "spec.gpu.products", 0,
+                                    GQ_MAX_PRODUCTS, gq_dec_label_value,
+                                    &j->n_products);
 }
 
 static void decode_checkpoint(struct gq_dec *d, const json_t *spec,

@@ -1,6 +1,7 @@
 /* api/json.c - validating field reads with Kubernetes-style errors. */
 #include "api/json.h"
 
+#include "base/alloc.h"
 #include "base/err.h"
 
 #include <ctype.h>
@@ -146,6 +147,36 @@ const json_t *gq_dec_array(struct gq_dec *d, const json_t *parent,
     return NULL;
   }
   return v;
+}
+
+const char **gq_dec_string_array(struct gq_dec *d, const json_t *parent,
+                                 const char *path, int required,
+                                 size_t max_items, gq_dec_check_fn check,
+                                 size_t *n)
+{
+  const json_t *arr = gq_dec_array(d, parent, path, required, max_items), *v;
+  char p[GQ_DEC_PATH_MAX];
+  const char **out;
+  size_t i;
+
+  *n = 0;
+  if (!arr || d->rc || json_array_size(arr) == 0)
+    return NULL;
+  out = gq_xcalloc(json_array_size(arr), sizeof(*out));
+  json_array_foreach((json_t *)arr, i, v) {
+    gq_dec_path(p, "%s[%zu]", path, i);
+    if (!json_is_string(v))
+      gq_dec_fail_got(d, p, v, "must be a string");
+    else if (check)
+      check(d, p, json_string_value(v));
+    if (d->rc) {
+      free(out);
+      *n = 0;
+      return NULL;
+    }
+    out[(*n)++] = json_string_value(v);
+  }
+  return out;
 }
 
 const char *gq_dec_string(struct gq_dec *d, const json_t *parent,

@@ -92,6 +92,20 @@ int gq_dec_bool(struct gq_dec *d, const json_t *parent, const char *path,
 int gq_dec_enum(struct gq_dec *d, const json_t *parent, const char *path,
                 const char *const *values, int required, int dflt);
 
+/* A check of one string value at a path (gq_dec_dns_label and the like):
+ * 0, or an error recorded in d. */
+typedef int (*gq_dec_check_fn)(struct gq_dec *d, const char *path,
+                               const char *s);
+
+/* Array of strings, each passed through check (may be NULL). Returns an
+ * owned array of borrowed strings with the count in *n; NULL (and *n = 0)
+ * when absent, empty, or on error (recorded in d; an absent 'required'
+ * array is an error). The caller frees the array. */
+const char **gq_dec_string_array(struct gq_dec *d, const json_t *parent,
+                                 const char *path, int required,
+                                 size_t max_items, gq_dec_check_fn check,
+                                 size_t *n);
+
 /* Checks that s is a DNS-1123 label (RFC 1123: lower-case alphanumerics and
  * '-', starting and ending alphanumeric, 1..63 bytes), as Kubernetes
  * requires of namespaces, label-safe names and our team names. Records

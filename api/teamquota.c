@@ -12,28 +12,11 @@
 static void decode_namespaces(struct gq_dec *d, const json_t *spec,
                               struct gq_teamquota *q)
 {
-  const json_t *arr = gq_dec_array(d, spec, "spec.namespaces", 1,
-                                   GQ_MAX_TEAM_NAMESPACES), *v;
-  char p[GQ_DEC_PATH_MAX];
-  size_t i;
-
-  if (!arr || d->rc)
-    return;
-  if (json_array_size(arr) == 0) {
+  q->namespaces = gq_dec_string_array(d, spec, "spec.namespaces", 1,
+                                      GQ_MAX_TEAM_NAMESPACES, gq_dec_dns_label,
+                                      &q->n_namespaces);
+  if (!d->rc && q->n_namespaces == 0)
     gq_dec_fail(d, "spec.namespaces", "must name at least one namespace");
-    return;
-  }
-  q->namespaces = gq_xcalloc(json_array_size(arr), sizeof(*q->namespaces));
-  json_array_foreach((json_t *)arr, i, v) {
-    gq_dec_path(p, "spec.namespaces[%zu]", i);
-    if (!json_is_string(v)) {
-      gq_dec_fail_got(d, p, v, "must be a string");
-      return;
-    }
-    if (gq_dec_dns_label(d, p, json_string_value(v)) != 0)
-      return;
-    q->namespaces[q->n_namespaces++] = json_string_value(v);
-  }
 }
 
 /* One spec.resources[i] entry. */

@@ -318,46 +318,17 @@ static json_t *openapi_gv(struct gq_sim *s, const char *group,
                    "paths", paths, "components", "schemas", schemas);
 }
 
-/* Splits "/apis/G/V" style paths. */
-static int split(const char *path, char seg[4][128])
-{
-  int n = 0;
-
-  while (*path && n < 4) {
-    const char *slash;
-    size_t len;
-
-    while (*path == '/')
-      path++;
-    if (!*path)
-      break;
-    slash = strchr(path, '/');
-    len = slash ? (size_t)(slash - path) : strlen(path);
-    snprintf(seg[n++], 128, "%.*s", (int)len, path);
-    path += len;
-  }
-  return *path ? 5 : n; /* 5: longer than discovery paths */
-}
-
-static int openapi(struct gq_sim *s, struct gq_http_req *req, char seg[4][128],
-                   int n)
+static int openapi(struct gq_sim *s, struct gq_http_req *req,
+                   char seg[GQ_SIM_MAX_SEGS][256], int n)
 {
   json_t *doc = NULL;
 
-  if (n == 2 && strcmp(seg[1], "v3") == 0)
+  if (n == 2)
     doc = openapi_root(s);
   else if (n == 4 && strcmp(seg[2], "api") == 0)
     doc = openapi_gv(s, "", seg[3]);
-  else if (n == 5 || (n == 4 && strcmp(seg[2], "apis") == 0)) {
-    const char *p = strstr(gq_http_path(req), "/openapi/v3/apis/");
-
-    if (p) {
-      char g[128] = "", v[128] = "";
-
-      if (sscanf(p + strlen("/openapi/v3/apis/"), "%127[^/]/%127s", g, v) == 2)
-        doc = openapi_gv(s, g, v);
-    }
-  }
+  else if (n == 5 && strcmp(seg[2], "apis") == 0)
+    doc = openapi_gv(s, seg[3], seg[4]);
   if (!doc) {
     gq_sim_status(req, 404, "NotFound", "the server could not find the "
                   "requested resource", NULL);
@@ -371,8 +342,8 @@ int gq_sim_discovery(struct gq_sim *s, struct gq_http_req *req)
 {
   const char *accept = gq_http_header(req, "Accept");
   int agg = accept && strstr(accept, "as=APIGroupDiscoveryList") != NULL;
-  char seg[4][128];
-  int n = split(gq_http_path(req), seg);
+  char seg[GQ_SIM_MAX_SEGS][256];
+  int n = gq_sim_split_path(gq_http_path(req), seg);
 
   if (n == 1 && strcmp(seg[0], "version") == 0)
     send_json(req, version_doc(), "application/json");

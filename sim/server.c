@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_SEGS 10
 
 static const struct gq_lc lc_http = {"sim", "serve", NULL};
 
@@ -62,8 +61,7 @@ static const char *reason_for(int code)
   }
 }
 
-/* Splits a path into segments; returns the count, or -1 if too long. */
-static int split(const char *path, char seg[MAX_SEGS][256])
+int gq_sim_split_path(const char *path, char seg[GQ_SIM_MAX_SEGS][256])
 {
   int n = 0;
 
@@ -75,7 +73,7 @@ static int split(const char *path, char seg[MAX_SEGS][256])
       path++;
     if (!*path)
       break;
-    if (n == MAX_SEGS)
+    if (n == GQ_SIM_MAX_SEGS)
       return -1;
     slash = strchr(path, '/');
     len = slash ? (size_t)(slash - path) : strlen(path);
@@ -90,7 +88,7 @@ static int split(const char *path, char seg[MAX_SEGS][256])
 
 /* Resolves /api/v1/... and /apis/G/V/... into r. Returns 0, or -1 when the
  * path names no resource (then 404). */
-static int route(struct gq_sim_req *r, char seg[MAX_SEGS][256], int n)
+static int route(struct gq_sim_req *r, char seg[GQ_SIM_MAX_SEGS][256], int n)
 {
   const char *group = "", *version;
   int i;
@@ -310,7 +308,7 @@ static void on_request(struct gq_http_req *req, void *arg)
 {
   struct gq_sim *s = arg;
   const char *path = gq_http_path(req), *accept, *inc, *verb;
-  char seg[MAX_SEGS][256];
+  char seg[GQ_SIM_MAX_SEGS][256];
   struct gq_sim_req r = {.s = s, .http = req};
   uint64_t delay = 0;
   int n, status = 0;
@@ -333,7 +331,7 @@ static void on_request(struct gq_http_req *req, void *arg)
   }
   if (gq_sim_discovery(s, req))
     return;
-  n = split(path, seg);
+  n = gq_sim_split_path(path, seg);
   r.method = gq_http_method(req);
   if (n < 0 || route(&r, seg, n) != 0) {
     gq_sim_status(req, 404, "NotFound",

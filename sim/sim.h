@@ -230,6 +230,10 @@ json_t *gq_sim_table(struct gq_sim_kind *k, const json_t *items,
 int gq_sim_discovery(struct gq_sim *s, struct gq_http_req *req);
 
 /* --- server.c --- */
+#define GQ_SIM_MAX_SEGS 10
+/* Splits a URL path into its segments (each < 256 bytes). Returns the
+ * count, or -1 if there are more than GQ_SIM_MAX_SEGS or one is too long. */
+int gq_sim_split_path(const char *path, char seg[GQ_SIM_MAX_SEGS][256]);
 int gq_sim_start(struct gq_sim *s, uv_loop_t *loop,
                  const struct gq_sim_opts *o, char *err, size_t errlen);
 /* Stops serving and closes the sim's handles (run the loop to finish). */

@@ -1,9 +1,12 @@
 /* tests/support/fixture.c - fixture files (see fixture.h). */
+#define _XOPEN_SOURCE 700 /* nftw */
 #include "tests/support/fixture.h"
 
 #include "base/alloc.h"
 
 #include <dirent.h>
+#include <ftw.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,4 +68,26 @@ char *gq_test_read_file(const char *path, size_t *len)
   if (len)
     *len = (size_t)size;
   return buf;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag,
+                    struct FTW *ftw)
+{
+  (void)st;
+  (void)flag;
+  (void)ftw;
+  remove(path);
+  return 0;
+}
+
+void gq_test_rmtree(const char *dir)
+{
+  nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+void gq_test_sleep_ms(long ms)
+{
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+  nanosleep(&ts, NULL);
 }

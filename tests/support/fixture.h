@@ -16,4 +16,12 @@ void gq_test_free_list(char **list);
  * cannot be read); *len gets its length if len is not NULL. */
 char *gq_test_read_file(const char *path, size_t *len);
 
+/* Removes a directory tree (files, then directories); errors are ignored,
+ * as for cleanup at the end of a test. */
+void gq_test_rmtree(const char *dir);
+
+/* Sleeps ms milliseconds (polling loops that wait for a condition with a
+ * deadline, never as the condition itself). */
+void gq_test_sleep_ms(long ms);
+
 #endif

@@ -1,14 +1,13 @@
 /* tests/support/proc.c - gpuq-sim, kubectl and HTTP for tests. */
-#define _XOPEN_SOURCE 700 /* nftw */
 #include "tests/support/proc.h"
 
 #include "base/alloc.h"
+#include "tests/support/fixture.h"
 #include "base/buf.h"
 
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,28 +23,11 @@
 #define GQ_BINARY_DIR "build"
 #endif
 
-static void sleep_ms(long ms)
-{
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-  nanosleep(&ts, NULL);
-}
-
 static char *slurp(const char *path)
 {
-  FILE *f = fopen(path, "rb");
-  struct gq_buf b;
-  char chunk[4096];
-  size_t n;
+  char *text = gq_test_read_file(path, NULL);
 
-  gq_buf_init(&b, 64u << 20);
-  if (!f)
-    return gq_xstrdup("");
-  while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-    if (gq_buf_append(&b, chunk, n) != 0)
-      break;
-  fclose(f);
-  return gq_buf_take(&b);
+  return text ? text : gq_xstrdup("");
 }
 
 int gq_test_wait_file(const char *path, const char *needle, int timeout_ms)
@@ -57,7 +39,7 @@ int gq_test_wait_file(const char *path, const char *needle, int timeout_ms)
     free(text);
     if (hit)
       return 1;
-    sleep_ms(20);
+    gq_test_sleep_ms(20);
   }
   return 0;
 }
@@ -123,20 +105,10 @@ int gq_test_sim_start(struct gq_test_sim *s, const char *const *extra)
       s->pid = 0;
       return -1;
     }
-    sleep_ms(10);
+    gq_test_sleep_ms(10);
   }
   fprintf(stderr, "gpuq-sim wrote no kubeconfig in 20 s\n");
   return -1;
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag,
-                    struct FTW *ftw)
-{
-  (void)st;
-  (void)flag;
-  (void)ftw;
-  remove(path);
-  return 0;
 }
 
 int gq_test_sim_stop(struct gq_test_sim *s)
@@ -151,7 +123,7 @@ int gq_test_sim_stop(struct gq_test_sim *s)
         s->pid = 0;
         break;
       }
-      sleep_ms(10);
+      gq_test_sleep_ms(10);
     }
     if (s->pid > 0) {
       kill(s->pid, SIGKILL);
@@ -166,7 +138,7 @@ int gq_test_sim_stop(struct gq_test_sim *s)
     free(log);
   }
   if (s->dir[0])
-    nftw(s->dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    gq_test_rmtree(s->dir);
   s->dir[0] = '\0';
   return rc;
 }
@@ -231,7 +203,7 @@ int gq_test_kubectl(const struct gq_test_sim *s, struct gq_test_out *o,
       o->status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
       break;
     }
-    sleep_ms(5);
+    gq_test_sleep_ms(5);
   }
   if (o->status == -1) {
     kill(pid, SIGKILL);

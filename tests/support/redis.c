@@ -1,12 +1,11 @@
 /* tests/support/redis.c - a private redis-server per test (see redis.h). */
-#define _XOPEN_SOURCE 700 /* nftw */
 #include "tests/support/redis.h"
 
 #include "base/alloc.h"
+#include "tests/support/fixture.h"
 #include "base/err.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -36,13 +35,6 @@ static int free_port(void)
     port = ntohs(a.sin_port);
   close(fd);
   return port;
-}
-
-static void sleep_ms(long ms)
-{
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-  nanosleep(&ts, NULL);
 }
 
 static pid_t spawn(const struct gq_test_redis *r, const char *const *extra)
@@ -110,7 +102,7 @@ static int wait_ready(struct gq_test_redis *r)
     }
     if (log_says_ready(r))
       return 0;
-    sleep_ms(10);
+    gq_test_sleep_ms(10);
   }
   return GQ_ETIMEDOUT;
 }
@@ -153,16 +145,6 @@ int gq_test_redis_start(struct gq_test_redis *r, const char *const *extra_args)
   return GQ_EIO;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag,
-                    struct FTW *ftw)
-{
-  (void)st;
-  (void)flag;
-  (void)ftw;
-  remove(path);
-  return 0;
-}
-
 void gq_test_redis_stop(struct gq_test_redis *r)
 {
   if (r->pid > 0) {
@@ -174,7 +156,7 @@ void gq_test_redis_stop(struct gq_test_redis *r)
         r->pid = 0;
         break;
       }
-      sleep_ms(10);
+      gq_test_sleep_ms(10);
     }
     if (r->pid > 0) {
       kill(r->pid, SIGKILL);
@@ -183,7 +165,7 @@ void gq_test_redis_stop(struct gq_test_redis *r)
     }
   }
   if (r->dir[0]) {
-    nftw(r->dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    gq_test_rmtree(r->dir);
     r->dir[0] = '\0';
   }
 }
