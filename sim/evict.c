@@ -4,6 +4,8 @@
  * count is the number of pods the selector matches). */
 #include "sim/server.h"
 
+#include "sim/engine.h"
+
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/err.h"
@@ -144,15 +146,16 @@ void gq_sim_pdb_refresh(struct gq_sim *s, const char *ns)
 }
 
 /* Checks the budgets covering pod. Returns 0 if the eviction may go on;
- * else answers 429 (or 500 for several budgets) and returns -1. */
-static int check_budgets(struct gq_sim_req *r, const json_t *pod)
+ * else 429 (or 500 for several budgets) with the reason in msg. */
+static int check_budgets(struct gq_sim *s, const char *ns, const json_t *pod,
+                         char *msg, size_t msglen)
 {
-  struct gq_sim_kind *k = gq_sim_kind_find(r->s, "policy", "v1",
+  struct gq_sim_kind *k = gq_sim_kind_find(s, "policy", "v1",
                                            "poddisruptionbudgets");
-  json_t *pdbs = gq_sim_list(k, r->ns), *pdb, *match = NULL;
+  json_t *pdbs = gq_sim_list(k, ns), *pdb, *match = NULL;
   size_t i, n = 0;
   struct budget b;
-  char msg[512];
+  int rc = 0;
 
   json_array_foreach(pdbs, i, pdb) {
     struct gq_labelsel *sel = NULL;
@@ -168,33 +171,23 @@ static int check_budgets(struct gq_sim_req *r, const json_t *pod)
       n++;
       if (!match) {
         match = pdb;
-        count_budget(r->s, pdb, sel, &b);
+        count_budget(s, pdb, sel, &b);
       }
     }
     gq_labelsel_free(sel);
   }
   if (n > 1) {
-    json_decref(pdbs);
-    gq_sim_status(r->http, 500, "InternalError",
-                  "This pod has more than one PodDisruptionBudget, which the "
-                  "eviction subresource does not support.",
-                  NULL);
-    return -1;
-  }
-  if (n == 1 && b.allowed <= 0) {
-    snprintf(msg, sizeof(msg), "The disruption budget %s needs %ld healthy "
-             "pods and has %ld currently", meta_str(match, "name"), b.desired,
+    snprintf(msg, msglen, "This pod has more than one PodDisruptionBudget, "
+             "which the eviction subresource does not support.");
+    rc = 500;
+  } else if (n == 1 && b.allowed <= 0) {
+    snprintf(msg, msglen, "The disruption budget %s needs %ld healthy pods "
+             "and has %ld currently", meta_str(match, "name"), b.desired,
              b.healthy);
-    gq_sim_status(r->http, 429, "TooManyRequests",
-                  "Cannot evict pod as it would violate the pod's disruption "
-                  "budget.",
-                  json_pack("{s:[{s:s, s:s}]}", "causes", "reason",
-                            "DisruptionBudget", "message", msg));
-    json_decref(pdbs);
-    return -1;
+    rc = 429;
   }
   json_decref(pdbs);
-  return 0;
+  return rc;
 }
 
 /* Adds or replaces a pod condition; returns the new pod (new reference). */
@@ -240,38 +233,58 @@ static void success(struct gq_sim_req *r)
                          "code", 201));
 }
 
+int gq_sim_evict(struct gq_sim *s, const char *ns, const char *name,
+                 int64_t grace_s, int check_budget, const char *reason,
+                 char *msg, size_t msglen)
+{
+  struct gq_sim_kind *k = gq_sim_kind_find(s, "", "v1", "pods");
+  const json_t *pod = gq_sim_get(k, ns, name);
+  int rc;
+
+  if (!pod) {
+    snprintf(msg, msglen, "pods \"%s\" not found", name);
+    return 404;
+  }
+  if (json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp"))
+    return 0; /* already terminating: nothing more to do */
+  /* A pod that is not running ignores the budget (eviction.go:
+   * canIgnorePDB for Pending, Succeeded and Failed pods). */
+  if (check_budget && !strcmp(phase(pod), "Running") &&
+      (rc = check_budgets(s, ns, pod, msg, msglen)) != 0)
+    return rc;
+  gq_sim_put(s, k, with_condition(pod, "DisruptionTarget", "True", reason,
+                                  "evicting"));
+  json_decref(gq_sim_delete(s, k, ns, name, grace_s, 0));
+  return 0;
+}
+
 void gq_sim_do_eviction(struct gq_sim_req *r)
 {
-  const json_t *pod = gq_sim_get(r->k, r->ns, r->name);
   size_t len;
   const char *body = gq_http_body(r->http, &len);
   json_t *ev = len && body[0] == '{' ? json_loadb(body, len, 0, NULL) : NULL;
   const json_t *g = json_object_get(json_object_get(ev, "deleteOptions"),
                                     "gracePeriodSeconds");
   int64_t grace = json_is_integer(g) ? json_integer_value(g) : -1;
-  char msg[400];
+  char msg[512];
+  int rc;
 
   json_decref(ev);
-  if (!pod) {
-    snprintf(msg, sizeof(msg), "pods \"%s\" not found", r->name);
+  rc = gq_sim_evict(r->s, r->ns, r->name, grace, 1, "EvictionByEvictionAPI",
+                    msg, sizeof(msg));
+  if (rc == 404)
     gq_sim_status(r->http, 404, "NotFound", msg,
                   json_pack("{s:s, s:s}", "name", r->name, "kind", "pods"));
-    return;
-  }
-  if (json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp")) {
-    success(r); /* already terminating: nothing more to do */
-    return;
-  }
-  /* A pod that is not running ignores the budget (eviction.go:
-   * canIgnorePDB for Pending, Succeeded and Failed pods). */
-  if (!strcmp(phase(pod), "Running") && check_budgets(r, pod) != 0)
-    return;
-  pod = gq_sim_put(r->s, r->k,
-                   with_condition(pod, "DisruptionTarget", "True",
-                                  "EvictionByEvictionAPI",
-                                  "Eviction API: evicting"));
-  json_decref(gq_sim_delete(r->s, r->k, r->ns, r->name, grace, 0));
-  success(r);
+  else if (rc == 429)
+    gq_sim_status(r->http, 429, "TooManyRequests",
+                  "Cannot evict pod as it would violate the pod's disruption "
+                  "budget.",
+                  json_pack("{s:[{s:s, s:s}]}", "causes", "reason",
+                            "DisruptionBudget", "message", msg));
+  else if (rc == 500)
+    gq_sim_status(r->http, 500, "InternalError", msg, NULL);
+  else
+    success(r);
 }
 
 void gq_sim_do_binding(struct gq_sim_req *r)

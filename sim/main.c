@@ -3,6 +3,9 @@
  *   gpuq-sim --listen 127.0.0.1:PORT --kubeconfig-out PATH [--token T]
  *            [--tls-cert C --tls-key K [--tls-ca CA]] [--crds DIR]
  *            [--watch-window N] [--bookmark-interval-ms MS]
+ *            [--cluster FILE] [--trace FILE [--quotas FILE]
+ *             [--checkpoint GRACE,INTERVAL,WRITE|none] [--report PATH]]
+ *            [--events FILE]
  *            [--time-scale S --time-epoch E]
  *            [--log-level L]
  *
@@ -10,6 +13,8 @@
  * under TLS); the kubeconfig is written last, atomically, once the server
  * listens and the CRDs are served, so a client that sees it can use it.
  */
+#include "sim/cluster.h"
+#include "sim/replay.h"
 #include "sim/sim.h"
 
 #include "base/alloc.h"
@@ -31,6 +36,8 @@ struct args {
   char host[64];
   int port;
   const char *kubeconfig, *token, *tls_cert, *tls_key, *tls_ca, *crds;
+  const char *cluster;
+  struct gq_sim_replay_opts replay;
   const char *scale, *epoch, *log_level;
   long window;
   long bookmark_ms;
@@ -43,6 +50,9 @@ static void usage(FILE *f)
           "                [--token T] [--tls-cert C --tls-key K [--tls-ca CA]]\n"
           "                [--crds DIR] [--watch-window N]\n"
           "                [--bookmark-interval-ms MS]\n"
+          "                [--cluster FILE] [--trace FILE [--quotas FILE]\n"
+          "                 [--checkpoint GRACE,INTERVAL,WRITE|none]\n"
+          "                 [--report PATH]] [--events FILE]\n"
           "                [--time-scale S --time-epoch E] [--log-level L]\n");
 }
 
@@ -98,6 +108,18 @@ static int parse_args(int argc, char **argv, struct args *a)
       a->tls_ca = v;
     else if (!strcmp(f, "--crds"))
       a->crds = v;
+    else if (!strcmp(f, "--cluster"))
+      a->cluster = v;
+    else if (!strcmp(f, "--trace"))
+      a->replay.trace = v;
+    else if (!strcmp(f, "--quotas"))
+      a->replay.quotas = v;
+    else if (!strcmp(f, "--checkpoint"))
+      a->replay.checkpoint = v;
+    else if (!strcmp(f, "--events"))
+      a->replay.events = v;
+    else if (!strcmp(f, "--report"))
+      a->replay.report = v;
     else if (!strcmp(f, "--time-scale"))
       a->scale = v;
     else if (!strcmp(f, "--time-epoch"))
@@ -205,6 +227,13 @@ static int stopping;
 static struct gq_sim sim;
 static uv_signal_t sig_int, sig_term;
 
+static void stop_all(void)
+{
+  gq_sim_stop(&sim);
+  uv_close((uv_handle_t *)&sig_int, NULL);
+  uv_close((uv_handle_t *)&sig_term, NULL);
+}
+
 static void on_signal(uv_signal_t *h, int signum)
 {
   (void)h;
@@ -213,9 +242,38 @@ static void on_signal(uv_signal_t *h, int signum)
     _exit(1);
   }
   GQ_LOG(GQ_INFO, &lc_main, "stopping on signal %d", signum);
-  gq_sim_stop(&sim);
-  uv_close((uv_handle_t *)&sig_int, NULL);
-  uv_close((uv_handle_t *)&sig_term, NULL);
+  stop_all();
+}
+
+/* A replay ended: its report is written; stop serving. */
+static void on_finish(struct gq_sim *s)
+{
+  (void)s;
+  if (!stopping++)
+    stop_all();
+}
+
+/* Registers the cluster file's nodes, as their kubelets would. */
+static int load_cluster(const char *path)
+{
+  struct gq_sim_kind *k = gq_sim_kind_find(&sim, "", "v1", "nodes");
+  char err[1024];
+  json_t *nodes, *n;
+  size_t i;
+
+  if (gq_sim_cluster_load(path, &nodes, err, sizeof(err)) != 0) {
+    fprintf(stderr, "gpuq-sim: --cluster: %s\n", err);
+    return -1;
+  }
+  json_array_foreach(nodes, i, n) {
+    if (!gq_sim_seed(&sim, k, json_incref(n), err, sizeof(err))) {
+      fprintf(stderr, "gpuq-sim: --cluster: %s\n", err);
+      json_decref(nodes);
+      return -1;
+    }
+  }
+  json_decref(nodes);
+  return 0;
 }
 
 static int setup(struct args *a, char **cert, char **key, char **ca)
@@ -269,6 +327,14 @@ int main(int argc, char **argv)
     fprintf(stderr, "gpuq-sim: %s\n", err);
     return 1;
   }
+  sim.finish_cb = on_finish;
+  if (a.cluster && load_cluster(a.cluster) != 0)
+    return 1;
+  if ((a.replay.trace || a.replay.events) &&
+      gq_sim_replay_start(&sim, &a.replay, err, sizeof(err)) != 0) {
+    fprintf(stderr, "gpuq-sim: %s\n", err);
+    return 1;
+  }
   snprintf(url, sizeof(url), "%s://%s:%d", cert ? "https" : "http", a.host,
            gq_httpd_port(sim.httpd));
   printf("listening on %s\n", url);
@@ -294,5 +360,5 @@ int main(int argc, char **argv)
   rc = uv_loop_close(loop);
   if (rc == UV_EBUSY)
     uv_print_all_handles(loop, stderr);
-  return rc == 0 ? 0 : 1;
+  return rc != 0 ? 1 : sim.exit_code;
 }

@@ -8,6 +8,10 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "sim/engine.h"
+#include "sim/replay.h"
+#include "sim/report.h"
+#include "sim/schema.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -250,6 +254,35 @@ static void on_delayed(uv_timer_t *t)
   uv_close((uv_handle_t *)t, on_delayed_closed);
 }
 
+/* POST /sim/v1/nodes/NAME/ACTION [{"key","value","effect"}]: a node event
+ * on demand (engine.h, gq_sim_node_event). */
+static void node_action(struct gq_sim *s, struct gq_http_req *req,
+                        const char *rest)
+{
+  const char *slash = strchr(rest, '/');
+  size_t len;
+  const char *body = gq_http_body(req, &len);
+  json_t *arg = len ? json_loadb(body, len, 0, NULL) : NULL;
+  char node[256], msg[512];
+  int rc;
+
+  if (!slash) {
+    json_decref(arg);
+    gq_sim_status(req, 404, "NotFound", "want /sim/v1/nodes/NAME/ACTION",
+                  NULL);
+    return;
+  }
+  snprintf(node, sizeof(node), "%.*s", (int)(slash - rest), rest);
+  rc = gq_sim_node_event(s, node, slash + 1, arg, msg, sizeof(msg));
+  json_decref(arg);
+  if (rc == GQ_ENOTFOUND)
+    gq_sim_status(req, 404, "NotFound", msg, NULL);
+  else if (rc != 0)
+    gq_sim_status(req, 400, "BadRequest", msg, NULL);
+  else
+    gq_sim_reply(req, 200, json_pack("{s:s}", "status", "Success"));
+}
+
 /* POST /sim/v1/faults {"verb","resource","status","delayMs","count"},
  * DELETE /sim/v1/faults clears them; POST /sim/v1/close-watches ends every
  * watch. Tests drive failures through these (DESIGN §7). */
@@ -289,6 +322,10 @@ static void admin(struct gq_sim *s, struct gq_http_req *req, const char *path)
     s->n_faults++;
     json_decref(f);
     gq_sim_reply(req, 201, json_pack("{s:s}", "status", "Success"));
+  } else if (!strcmp(path, "/sim/v1/report") && !strcmp(method, "GET")) {
+    gq_sim_reply(req, 200, gq_sim_report_json(s));
+  } else if (!strncmp(path, "/sim/v1/nodes/", 14) && !strcmp(method, "POST")) {
+    node_action(s, req, path + 14);
   } else {
     gq_sim_status(req, 404, "NotFound", "no such admin path", NULL);
   }
@@ -360,12 +397,33 @@ static void on_request(struct gq_http_req *req, void *arg)
   dispatch(&r, verb);
 }
 
-/* Stores an object at start-up (namespaces, CRDs from --crds). */
-static void seed(struct gq_sim *s, struct gq_sim_kind *k, json_t *obj)
+const json_t *gq_sim_seed(struct gq_sim *s, struct gq_sim_kind *k, json_t *obj,
+                          char *err, size_t errlen)
 {
   char uid[40], ts[40], api[128];
   json_t *meta = json_object_get(obj, "metadata");
+  const char *name = json_string_value(json_object_get(meta, "name"));
+  const char *ns = json_string_value(json_object_get(meta, "namespace"));
 
+  if (!name || gq_sim_get(k, ns, name)) {
+    snprintf(err, errlen, "%s \"%s\" %s", k->plural, name ? name : "",
+             name ? "already exists" : "has no name");
+    json_decref(obj);
+    return NULL;
+  }
+  if (k->is_crd) {
+    struct gq_schema_report rep;
+
+    gq_schema_report_init(&rep);
+    if (gq_schema_process(k->schema, obj, 1, &rep) != 0 && rep.n_causes) {
+      snprintf(err, errlen, "%s \"%s\" is invalid: %s: %s", k->kind, name,
+               rep.causes[0].field, rep.causes[0].message);
+      gq_schema_report_release(&rep);
+      json_decref(obj);
+      return NULL;
+    }
+    gq_schema_report_release(&rep);
+  }
   gq_sim_uuid(uid);
   gq_time_format(gq_clock_now_ms(), ts, sizeof(ts));
   json_object_set_new(obj, "apiVersion",
@@ -375,7 +433,14 @@ static void seed(struct gq_sim *s, struct gq_sim_kind *k, json_t *obj)
   json_object_set_new(meta, "uid", json_string(uid));
   json_object_set_new(meta, "creationTimestamp", json_string(ts));
   json_object_set_new(meta, "generation", json_integer(1));
-  gq_sim_put(s, k, obj);
+  return gq_sim_put(s, k, obj);
+}
+
+static void seed(struct gq_sim *s, struct gq_sim_kind *k, json_t *obj)
+{
+  char err[512];
+
+  gq_sim_seed(s, k, obj, err, sizeof(err));
 }
 
 static void seed_namespaces(struct gq_sim *s)
@@ -444,11 +509,13 @@ int gq_sim_start(struct gq_sim *s, uv_loop_t *loop,
   seed_namespaces(s);
   if (o->crd_dir && (rc = load_crds(s, o->crd_dir, err, errlen)) != 0)
     return rc;
+  gq_sim_engine_start(s);
   return gq_httpd_start(loop, &ho, on_request, s, &s->httpd, err, errlen);
 }
 
 void gq_sim_stop(struct gq_sim *s)
 {
+  gq_sim_engine_stop(s);
   gq_httpd_close(s->httpd);
   s->httpd = NULL;
   uv_close((uv_handle_t *)&s->pending_timer, NULL);
@@ -457,6 +524,8 @@ void gq_sim_stop(struct gq_sim *s)
 /* Frees the registry and the store once the loop has closed the handles. */
 void gq_sim_release(struct gq_sim *s)
 {
+  gq_sim_replay_release(s);
+  gq_sim_engine_release(s);
   gq_sim_store_release(s);
   gq_sim_kinds_release(s);
 }

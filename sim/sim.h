@@ -122,8 +122,13 @@ struct gq_sim_opts {
   uint64_t bookmark_ms;    /* real ms between watch bookmarks (0 = 10 s) */
 };
 
+struct gq_sim_engine;
+
 struct gq_sim {
   uv_loop_t *loop;
+  struct gq_sim_engine *engine; /* simulated kubelets etc. (engine.h) */
+  int exit_code;                /* set by a finished replay */
+  void (*finish_cb)(struct gq_sim *s); /* a replay ended */
   struct gq_httpd *httpd;
   struct gq_sim_opts opts;
   struct gq_sim_kind *kinds;
@@ -240,6 +245,11 @@ int gq_sim_start(struct gq_sim *s, uv_loop_t *loop,
 void gq_sim_stop(struct gq_sim *s);
 /* Frees the registry and store after the loop has run the closes. */
 void gq_sim_release(struct gq_sim *s);
+/* Creates obj (taken) as if POSTed: metadata the server owns, CRD schema
+ * defaults and validation. Returns the stored object (borrowed), or NULL
+ * with the reason in err. */
+const json_t *gq_sim_seed(struct gq_sim *s, struct gq_sim_kind *k, json_t *obj,
+                          char *err, size_t errlen);
 /* Sends a Kubernetes Status error (kind Status, status Failure). */
 void gq_sim_status(struct gq_http_req *req, int code, const char *reason,
                    const char *message, json_t *details);

@@ -1,5 +1,6 @@
 /* sim/store.c - objects, resourceVersions, the event window, deletion. */
 #include "sim/server.h"
+#include "sim/engine.h"
 
 #include "base/alloc.h"
 #include "base/clock.h"
@@ -71,7 +72,7 @@ static void emit(struct gq_sim *s, struct gq_sim_kind *k,
                  enum gq_sim_ev_type type, json_t *obj, json_t *old)
 {
   size_t cap = s->opts.watch_window, slot;
-  struct gq_sim_event *ev;
+  struct gq_sim_event *ev, copy;
 
   if (s->ev_count == cap) {
     ev = &s->events[s->ev_head];
@@ -89,12 +90,21 @@ static void emit(struct gq_sim *s, struct gq_sim_kind *k,
   ev->obj = obj;
   ev->old = old;
   gq_sim_watch_notify(s, ev);
+  /* Hooks may store more changes, and a small window can drop this slot
+   * meanwhile: they get a copy holding its own references. */
+  copy = *ev;
+  json_incref(copy.obj);
+  json_incref(copy.old);
   if (!*k->group && !strcmp(k->plural, "pods")) { /* budgets count pods */
     char ns[256]; /* copied: a small window may drop obj during refresh */
 
-    snprintf(ns, sizeof(ns), "%s", meta_str(obj, "namespace"));
+    snprintf(ns, sizeof(ns), "%s", meta_str(copy.obj, "namespace"));
     gq_sim_pdb_refresh(s, ns);
   }
+  if (s->engine)
+    gq_sim_engine_observe(s, &copy);
+  json_decref(copy.obj);
+  json_decref(copy.old);
 }
 
 static void set_rv(json_t *obj, uint64_t rv)
@@ -405,6 +415,8 @@ json_t *gq_sim_delete(struct gq_sim *s, struct gq_sim_kind *k, const char *ns,
     if (json_is_integer(dts) && json_integer_value(dts) <= grace_s)
       return json_incref((json_t *)obj); /* a shorter grace is running */
     obj = gq_sim_put(s, k, mark_deleting(obj, grace_s));
+    if (s->engine) /* the simulated kubelet stops it and confirms */
+      return json_incref((json_t *)obj);
     pending_add(s, k, gq_sim_key(k, ns, name, key, sizeof(key)),
                 meta_str(obj, "uid"),
                 (uint64_t)gq_clock_mono_ms() +

@@ -1,0 +1,158 @@
+/* sim/engine.h - the simulated cluster behind gpuq-sim's API: scheduler,
+ * kubelets, node events, the invariant checker and trace replay.
+ *
+ * The engine watches the store (every change is passed to
+ * gq_sim_engine_observe()) and acts like the components of a real cluster:
+ *   scheduler  binds pending pods (kube-scheduler's filters, api/match.h)
+ *   kubelet    admits bound pods (OutOf<resource> when they do not fit),
+ *              runs them for the time their annotations give, handles
+ *              SIGTERM with the checkpoint contract (DESIGN §5)
+ *   nodeops    cordon, drain, device-plugin loss, NotReady, taints, deletion
+ *   checker    DESIGN §4's invariants and placement misses
+ *   replay     GpuJobs from a trace at their submit times, the report
+ * Work is level-based: observed pods are marked dirty and reconciled from
+ * the stored state on the next loop turn, a bounded number per turn.
+ * Timed work (a pod finishing, a checkpoint written, a job submitted) sits
+ * in one heap served by one uv timer, in virtual time (base/clock.h).
+ *
+ * Loop thread only. */
+#ifndef GQ_SIM_ENGINE_H
+#define GQ_SIM_ENGINE_H
+#include <jansson.h>
+#include <stdint.h>
+#include <uthash.h>
+#include <uv.h>
+
+#include "api/match.h"
+#include "api/node.h"
+#include "sim/sim.h"
+
+/* Pod annotations the simulated kubelet reads (docs/sim.md). */
+#define GQ_ANN_RUN "sim.gpuq.dev/run-seconds"
+#define GQ_ANN_CKPT "sim.gpuq.dev/checkpoint-seconds"
+#define GQ_ANN_INTERVAL "sim.gpuq.dev/checkpoint-interval-seconds"
+#define GQ_ANN_FAIL_AFTER "sim.gpuq.dev/fail-after-seconds"
+#define GQ_ANN_EXIT "sim.gpuq.dev/exit-code"
+
+/* Labels gpuq puts on its pods (DESIGN §3). */
+#define GQ_LBL_JOB "gpuq.dev/job"
+#define GQ_LBL_JOB_UID "gpuq.dev/job-uid"
+#define GQ_LBL_TEAM "gpuq.dev/team"
+#define GQ_LBL_ATTEMPT "gpuq.dev/attempt"
+
+enum gq_tev_type {
+  GQ_TEV_POD_DONE,   /* run time reached: Succeeded */
+  GQ_TEV_POD_FAIL,   /* fail-after reached: Failed */
+  GQ_TEV_POD_EXIT,   /* after SIGTERM: checkpoint written, or killed */
+  GQ_TEV_DRAIN,      /* retry evictions of a draining node */
+  GQ_TEV_SUBMIT,     /* replay: create the next trace jobs */
+  GQ_TEV_TIMELINE,   /* a scripted node event */
+  GQ_TEV_SAMPLE,     /* replay: time-series sample */
+  GQ_TEV_RESTORE     /* end of a timed node event (device plugin back) */
+};
+
+struct gq_tev {
+  int64_t due_vms;   /* virtual ms */
+  uint64_t seq;      /* FIFO among equal times */
+  enum gq_tev_type type;
+  char *key;         /* pod "ns/name", node name, ... */
+  char *uid;         /* pod uid the event belongs to, or NULL */
+  int64_t arg;
+};
+
+/* What the simulated kubelet knows of a pod it runs. */
+struct gq_sim_pod {
+  char *uid;
+  char *key;           /* "ns/name" */
+  char *node;
+  char *job_uid;       /* gpuq.dev/job-uid, or NULL for other pods */
+  char *job, *ns, *team;
+  int64_t attempt;
+  int64_t gpus;
+  int running;         /* started and not yet exited */
+  int terminating;     /* SIGTERM sent */
+  int64_t start_vms;   /* virtual ms when it started */
+  double base_s;       /* progress it resumed from (seconds of work) */
+  int64_t run_s, ckpt_s, interval_s, fail_s, exit_code; /* -1 = absent */
+  double exit_progress_s; /* progress when it stopped */
+  UT_hash_handle hh;   /* by uid */
+};
+
+/* Per node: requests of the pods bound to it that still hold resources,
+ * and the decoded Node (refreshed when its resourceVersion changes). */
+struct gq_sim_node {
+  char *name;
+  struct gq_node node;      /* decoded; node.json NULL if undecodable */
+  struct gq_node_usage used;
+  json_t *saved_alloc;      /* allocatable before device-plugin loss */
+  int draining;
+  UT_hash_handle hh;
+};
+
+struct gq_sim_report;
+struct gq_sim_replay;
+
+struct gq_sim_engine {
+  struct gq_sim *s;
+  struct gq_tev *heap;
+  size_t n_heap, cap_heap;
+  uint64_t seq;
+  uv_timer_t timer;
+  uv_timer_t kick;      /* runs the dirty set soon */
+  json_t *dirty;        /* set of pod keys to reconcile */
+  json_t *unsched;      /* pods left Unschedulable: retried on changes */
+  json_t *seen_miss;    /* pod uids already counted as placement misses */
+  json_t *team_used;    /* team -> GPUs its pods hold (checker) */
+  json_t *attempts;     /* job uid -> {attempt: live pods} (checker) */
+  struct gq_sim_pod *pods;
+  struct gq_sim_node *nodes;
+  struct gq_sim_report *report;
+  struct gq_sim_replay *replay;
+  int closing;
+};
+
+/* Creates the engine on s (s->engine). Returns 0. */
+int gq_sim_engine_start(struct gq_sim *s);
+/* Stops timers (run the loop to close them), then frees. */
+void gq_sim_engine_stop(struct gq_sim *s);
+void gq_sim_engine_release(struct gq_sim *s);
+
+/* Called by the store after every change (see store.c emit()). */
+void gq_sim_engine_observe(struct gq_sim *s, const struct gq_sim_event *ev);
+
+/* Queues timed work at virtual time due_vms. key/uid are copied. */
+void gq_sim_tev_add(struct gq_sim_engine *e, int64_t due_vms,
+                    enum gq_tev_type type, const char *key, const char *uid,
+                    int64_t arg);
+
+/* The engine's record of a node (created empty on first use). */
+struct gq_sim_node *gq_sim_node_rec(struct gq_sim_engine *e, const char *name);
+
+/* --- nodeops.c --- */
+/* Applies a node event: "cordon", "uncordon", "drain", "device-plugin-loss",
+ * "device-plugin-restore", "notready", "ready", "delete", "taint",
+ * "untaint" (taint: {key, value, effect} in arg). Returns 0, GQ_ENOTFOUND
+ * for an unknown node, GQ_EINVAL for an unknown action (msg says why). */
+int gq_sim_node_event(struct gq_sim *s, const char *node, const char *action,
+                      const json_t *arg, char *msg, size_t msglen);
+/* Retries a draining node's evictions (GQ_TEV_DRAIN). */
+void gq_sim_drain_retry(struct gq_sim *s, const char *node);
+/* Evicts ns/name as the Eviction API does (budget checked when
+ * check_budget), with DisruptionTarget reason 'reason'. Returns 0, 429 when
+ * a budget refuses (msg says which), 404, or 500 for several budgets. */
+int gq_sim_evict(struct gq_sim *s, const char *ns, const char *name,
+                 int64_t grace_s, int check_budget, const char *reason,
+                 char *msg, size_t msglen);
+
+/* --- checker.c --- */
+/* Updates the checker's indexes for a pod that starts (sign 1) or stops
+ * (-1) holding resources. */
+void gq_sim_check_account(struct gq_sim *s, const json_t *pod, int sign);
+void gq_sim_check_pod(struct gq_sim *s, const json_t *old, const json_t *pod,
+                      int deleted);
+void gq_sim_check_job(struct gq_sim *s, const json_t *old, const json_t *job,
+                      int deleted);
+void gq_sim_placement_miss(struct gq_sim *s, const json_t *pod,
+                           const char *why);
+
+#endif

@@ -1,0 +1,735 @@
+/* sim/replay.c - trace replay and its report (see replay.h). */
+#include "sim/replay.h"
+
+#include "api/yaml.h"
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "sim/report.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_TRACE_JOBS 1000000
+#define SAMPLES 400 /* time-series points over a replay */
+
+static const struct gq_lc lc = {"sim", "replay", NULL};
+
+struct job {
+  char name[64], team[64];
+  int64_t gpus, submit_s, duration_s;
+  int64_t start_vms, end_vms; /* 0 until it happens */
+  int ended, failed;
+};
+
+struct gq_sim_replay {
+  struct gq_sim_replay_opts o;
+  struct job *jobs;
+  size_t n_jobs, next, submitted, ended;
+  json_t *index;   /* "ns/name" -> job index */
+  json_t *teams;   /* team -> nominal GPUs */
+  int64_t t0_vms, sample_vms;
+  int64_t grace_s, interval_s, write_s; /* -1 grace: cannot checkpoint */
+  int64_t total_gpus;
+  json_t *series;  /* {t: [], busy: [], running: [], queued: {team: []}} */
+  json_t *timeline; /* the --events file's events, by index */
+  int finished;
+};
+
+static struct gq_sim_replay *R(struct gq_sim *s)
+{
+  return s->engine ? s->engine->replay : NULL;
+}
+
+/* --- loading --- */
+
+static int parse_checkpoint(struct gq_sim_replay *r, const char *spec,
+                            char *err, size_t errlen)
+{
+  long long g, i, w;
+  char extra;
+
+  r->grace_s = 120;
+  r->interval_s = 1800;
+  r->write_s = 30;
+  if (!spec)
+    return 0;
+  if (!strcmp(spec, "none")) {
+    r->grace_s = -1;
+    return 0;
+  }
+  if (sscanf(spec, "%lld,%lld,%lld%c", &g, &i, &w, &extra) != 3 || g < 1 ||
+      i < 1 || w < 0) {
+    snprintf(err, errlen, "--checkpoint: want GRACE,INTERVAL,WRITE seconds "
+             "(e.g. 120,1800,30) or none, got '%s'", spec);
+    return GQ_EINVAL;
+  }
+  r->grace_s = g;
+  r->interval_s = i;
+  r->write_s = w;
+  return 0;
+}
+
+/* Reads one CSV row of the shared/traces schema into j. */
+static int parse_row(char *line, struct job *j, const char *path, size_t ln,
+                     char *err, size_t errlen)
+{
+  char *f[8], *save = NULL, *p;
+  int n = 0;
+
+  for (p = line; n < 8; n++) { /* strsep keeps empty fields */
+    f[n] = p;
+    p = strchr(p, ',');
+    if (!p) {
+      n++;
+      break;
+    }
+    *p++ = '\0';
+  }
+  (void)save;
+  if (n < 6) {
+    snprintf(err, errlen, "%s:%zu: want job_id,submit_s,team,gpus,gpu_model,"
+             "duration_s[,status], got %d fields", path, ln, n);
+    return GQ_EINVAL;
+  }
+  snprintf(j->name, sizeof(j->name), "%s", f[0]);
+  for (char *c = j->name; *c; c++)
+    *c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c == '_' ? '-' : *c);
+  snprintf(j->team, sizeof(j->team), "%s", *f[2] ? f[2] : "default-team");
+  j->submit_s = strtoll(f[1], NULL, 10);
+  j->gpus = strtoll(f[3], NULL, 10);
+  j->duration_s = strtoll(f[5], NULL, 10);
+  if (j->gpus < 1 || j->gpus > 4096 || j->submit_s < 0 || j->duration_s < 0) {
+    snprintf(err, errlen, "%s:%zu: gpus must be 1..4096, submit_s and "
+             "duration_s non-negative, got gpus=%lld submit_s=%lld "
+             "duration_s=%lld", path, ln, (long long)j->gpus,
+             (long long)j->submit_s, (long long)j->duration_s);
+    return GQ_EINVAL;
+  }
+  return 0;
+}
+
+static int load_trace(struct gq_sim_replay *r, const char *path, char *err,
+                      size_t errlen)
+{
+  FILE *f = fopen(path, "r");
+  char line[1024];
+  size_t ln = 0, cap = 0;
+  int rc = 0;
+
+  if (!f) {
+    snprintf(err, errlen, "--trace: cannot open '%s': %s", path,
+             strerror(errno));
+    return GQ_EIO;
+  }
+  while (rc == 0 && fgets(line, sizeof(line), f)) {
+    line[strcspn(line, "\r\n")] = '\0';
+    if (ln++ == 0 && !strncmp(line, "job_id", 6))
+      continue; /* header */
+    if (!*line)
+      continue;
+    if (r->n_jobs == cap) {
+      cap = cap ? 2 * cap : 1024;
+      if (cap > MAX_TRACE_JOBS) {
+        snprintf(err, errlen, "%s: more than %d jobs", path, MAX_TRACE_JOBS);
+        rc = GQ_ETOOBIG;
+        break;
+      }
+      r->jobs = gq_xrealloc(r->jobs, cap * sizeof(*r->jobs));
+    }
+    memset(&r->jobs[r->n_jobs], 0, sizeof(r->jobs[0]));
+    rc = parse_row(line, &r->jobs[r->n_jobs], path, ln, err, errlen);
+    r->n_jobs += rc == 0;
+  }
+  fclose(f);
+  return rc;
+}
+
+/* Nominal GPUs per team from its share of the trace's GPU-hours, largest
+ * remainders first so the nominals add up to the cluster's GPUs. */
+static void derive_quotas(struct gq_sim_replay *r)
+{
+  json_t *hours = json_object();
+  double total = 0;
+  const char *team;
+  json_t *v;
+  int64_t given = 0;
+
+  for (size_t i = 0; i < r->n_jobs; i++) {
+    double h = (double)r->jobs[i].gpus * (double)(r->jobs[i].duration_s + 1);
+
+    total += h;
+    json_object_set_new(hours, r->jobs[i].team,
+                        json_real(json_real_value(json_object_get(
+                                      hours, r->jobs[i].team)) + h));
+  }
+  json_object_foreach(hours, team, v) {
+    int64_t n = (int64_t)floor(json_real_value(v) / total *
+                               (double)r->total_gpus);
+
+    json_object_set_new(r->teams, team, json_integer(n));
+    given += n;
+  }
+  while (given < r->total_gpus) { /* hand out the remainder */
+    const char *best = NULL;
+    double frac = -1;
+
+    json_object_foreach(hours, team, v) {
+      double exact = json_real_value(v) / total * (double)r->total_gpus;
+      double f = exact - (double)json_integer_value(json_object_get(r->teams,
+                                                                    team));
+
+      if (f > frac) {
+        frac = f;
+        best = team;
+      }
+    }
+    json_object_set_new(r->teams, best,
+                        json_integer(json_integer_value(json_object_get(
+                                         r->teams, best)) + 1));
+    given++;
+  }
+  json_decref(hours);
+}
+
+static int64_t cluster_gpus(struct gq_sim *s)
+{
+  json_t *nodes = gq_sim_list(gq_sim_kind_find(s, "", "v1", "nodes"), NULL);
+  const json_t *n;
+  int64_t total = 0;
+  size_t i;
+
+  json_array_foreach(nodes, i, n) {
+    const char *g = json_string_value(json_object_get(
+        json_object_get(json_object_get(n, "status"), "allocatable"),
+        "nvidia.com/gpu"));
+
+    total += g ? strtoll(g, NULL, 10) : 0;
+  }
+  json_decref(nodes);
+  return total;
+}
+
+static int create(struct gq_sim *s, const char *group, const char *version,
+                  const char *plural, json_t *obj, char *err, size_t errlen)
+{
+  struct gq_sim_kind *k = gq_sim_kind_find(s, group, version, plural);
+
+  return gq_sim_seed(s, k, obj, err, errlen) ? 0 : GQ_EINVAL;
+}
+
+static int create_quotas(struct gq_sim *s, struct gq_sim_replay *r, char *err,
+                         size_t errlen)
+{
+  json_t *docs, *d;
+  const char *team;
+  json_t *v;
+  size_t i;
+  int rc;
+
+  json_object_foreach(r->teams, team, v) {
+    rc = create(s, "", "v1", "namespaces",
+                json_pack("{s:{s:s}}", "metadata", "name", team), err, errlen);
+    if (rc != 0 && gq_sim_get(gq_sim_kind_find(s, "", "v1", "namespaces"),
+                              NULL, team) == NULL)
+      return rc;
+  }
+  if (r->o.quotas) {
+    if ((rc = gq_yaml_load_file(r->o.quotas, &docs, err, errlen)) != 0)
+      return rc;
+    json_array_foreach(docs, i, d) {
+      if ((rc = create(s, "gpuq.dev", "v1alpha1", "teamquotas",
+                       json_deep_copy(d), err, errlen)) != 0)
+        break;
+    }
+    json_decref(docs);
+    return rc;
+  }
+  json_object_foreach(r->teams, team, v) {
+    rc = create(s, "gpuq.dev", "v1alpha1", "teamquotas",
+                json_pack("{s:s, s:s, s:{s:s}, s:{s:[s], s:s, s:[{s:s, "
+                          "s:I}]}}",
+                          "apiVersion", "gpuq.dev/v1alpha1", "kind",
+                          "TeamQuota", "metadata", "name", team, "spec",
+                          "namespaces", team, "cohort", "trace", "resources",
+                          "flavor", "*", "nominal", json_integer_value(v)),
+                err, errlen);
+    if (rc != 0)
+      return rc;
+  }
+  return 0;
+}
+
+/* --- submitting --- */
+
+static int64_t largest_divisor_le(int64_t n, int64_t max)
+{
+  for (int64_t d = max; d > 1; d--)
+    if (n % d == 0)
+      return d;
+  return 1;
+}
+
+static json_t *job_object(const struct gq_sim_replay *r, const struct job *j)
+{
+  int64_t per = j->gpus <= 8 ? j->gpus : largest_divisor_le(j->gpus, 8);
+  int64_t run = j->duration_s > 0 ? j->duration_s : 1;
+  char buf[3][32];
+  json_t *ann, *spec;
+
+  snprintf(buf[0], sizeof(buf[0]), "%lld", (long long)run);
+  ann = json_pack("{s:s}", "sim.gpuq.dev/run-seconds", buf[0]);
+  spec = json_pack(
+      "{s:s, s:I, s:I, s:I, s:{s:o, s:{s:s, s:[{s:s, s:s, s:{s:{s:s, "
+      "s:s}}}]}}}",
+      "team", j->team, "replicas", (json_int_t)(j->gpus / per),
+      "gpusPerReplica", (json_int_t)per, "expectedDurationSeconds",
+      (json_int_t)run, "template", "metadata", json_pack("{s:o}", "annotations",
+                                                         ann),
+      "spec", "restartPolicy", "Never", "containers", "name", "trainer",
+      "image", "gpuq-sim/trainer", "resources", "requests", "cpu", "1",
+      "memory", "4Gi");
+  if (r->grace_s > 0) {
+    snprintf(buf[1], sizeof(buf[1]), "%lld", (long long)r->write_s);
+    snprintf(buf[2], sizeof(buf[2]), "%lld", (long long)r->interval_s);
+    json_object_set_new(ann, "sim.gpuq.dev/checkpoint-seconds",
+                        json_string(buf[1]));
+    json_object_set_new(ann, "sim.gpuq.dev/checkpoint-interval-seconds",
+                        json_string(buf[2]));
+    json_object_set_new(spec, "checkpoint",
+                        json_pack("{s:I, s:I}", "gracePeriodSeconds",
+                                  (json_int_t)r->grace_s, "intervalSeconds",
+                                  (json_int_t)r->interval_s));
+  }
+  return json_pack("{s:s, s:s, s:{s:s, s:s}, s:o}", "apiVersion",
+                   "gpuq.dev/v1alpha1", "kind", "GpuJob", "metadata", "name",
+                   j->name, "namespace", j->team, "spec", spec);
+}
+
+static void submit_due(struct gq_sim *s, struct gq_sim_replay *r)
+{
+  int64_t now = gq_clock_now_ms();
+  char err[1024], key[200];
+
+  while (r->next < r->n_jobs &&
+         r->t0_vms + r->jobs[r->next].submit_s * 1000 <= now) {
+    struct job *j = &r->jobs[r->next];
+
+    snprintf(key, sizeof(key), "%s/%s", j->team, j->name);
+    json_object_set_new(r->index, key, json_integer((json_int_t)r->next));
+    if (create(s, "gpuq.dev", "v1alpha1", "gpujobs", job_object(r, j), err,
+               sizeof(err)) != 0) {
+      GQ_LOG(GQ_ERROR, &lc, "cannot submit job '%s': %s", key, err);
+      j->ended = j->failed = 1;
+      r->ended++;
+    }
+    r->next++;
+    r->submitted++;
+  }
+  if (r->next < r->n_jobs)
+    gq_sim_tev_add(s->engine, r->t0_vms + r->jobs[r->next].submit_s * 1000,
+                   GQ_TEV_SUBMIT, NULL, NULL, 0);
+}
+
+/* --- the timeline of node events --- */
+
+static int load_timeline(struct gq_sim *s, struct gq_sim_replay *r,
+                         const char *path, char *err, size_t errlen)
+{
+  json_t *docs, *ev;
+  size_t i;
+  int rc;
+
+  if ((rc = gq_yaml_load_file(path, &docs, err, errlen)) != 0)
+    return rc;
+  r->timeline = json_incref(json_object_get(json_array_get(docs, 0),
+                                            "events"));
+  json_decref(docs);
+  if (!json_is_array(r->timeline)) {
+    snprintf(err, errlen, "%s: events: must be a list of {at, node, action}",
+             path);
+    return GQ_EINVAL;
+  }
+  json_array_foreach(r->timeline, i, ev) {
+    if (!json_is_integer(json_object_get(ev, "at")) ||
+        !json_is_string(json_object_get(ev, "node")) ||
+        !json_is_string(json_object_get(ev, "action"))) {
+      snprintf(err, errlen, "%s: events[%zu]: needs at (virtual seconds), "
+               "node and action", path, i);
+      return GQ_EINVAL;
+    }
+    gq_sim_tev_add(s->engine,
+                   r->t0_vms + json_integer_value(json_object_get(ev, "at")) *
+                                   1000,
+                   GQ_TEV_TIMELINE, NULL, NULL, (int64_t)i);
+  }
+  return 0;
+}
+
+static void run_timeline(struct gq_sim *s, const struct gq_tev *t)
+{
+  const json_t *ev = json_array_get(R(s)->timeline, (size_t)t->arg);
+  const char *node = json_string_value(json_object_get(ev, "node"));
+  const char *action = json_string_value(json_object_get(ev, "action"));
+  const json_t *dur = json_object_get(ev, "for");
+  char msg[512];
+
+  if (t->type == GQ_TEV_RESTORE) {
+    action = !strcmp(action, "device-plugin-loss") ? "device-plugin-restore"
+             : !strcmp(action, "notready")         ? "ready"
+                                                   : "uncordon";
+  } else if (json_is_integer(dur)) {
+    gq_sim_tev_add(s->engine, gq_clock_now_ms() + json_integer_value(dur) * 1000,
+                   GQ_TEV_RESTORE, NULL, NULL, t->arg);
+  }
+  GQ_LOG(GQ_INFO, &lc, "node event: %s on %s", action, node);
+  if (gq_sim_node_event(s, node, action, json_object_get(ev, "taint"), msg,
+                        sizeof(msg)) != 0)
+    GQ_LOG(GQ_WARN, &lc, "node event failed: %s", msg);
+}
+
+/* --- time series --- */
+
+static void push(json_t *obj, const char *key, json_t *v)
+{
+  json_t *arr = json_object_get(obj, key);
+
+  if (!arr) {
+    arr = json_array();
+    json_object_set_new(obj, key, arr);
+  }
+  json_array_append_new(arr, v);
+}
+
+static void sample(struct gq_sim *s, struct gq_sim_replay *r)
+{
+  json_t *rep = gq_sim_report_json(s), *queued = json_object();
+  json_t *qs = json_object_get(r->series, "queued");
+  int64_t running = 0;
+  const char *team;
+  json_t *v;
+
+  json_object_foreach(r->teams, team, v)
+    json_object_set_new(queued, team, json_integer(0));
+  for (size_t i = 0; i < r->next; i++) {
+    struct job *j = &r->jobs[i];
+
+    if (j->ended)
+      continue;
+    if (j->start_vms)
+      running++;
+    else
+      json_object_set_new(queued, j->team,
+                          json_integer(json_integer_value(json_object_get(
+                                           queued, j->team)) + 1));
+  }
+  push(r->series, "t", json_integer((gq_clock_now_ms() - r->t0_vms) / 1000));
+  push(r->series, "busy_gpus",
+       json_integer(json_integer_value(json_object_get(rep, "busy_gpus"))));
+  push(r->series, "running", json_integer(running));
+  json_object_foreach(queued, team, v)
+    push(qs, team, json_incref(v));
+  json_decref(queued);
+  json_decref(rep);
+  if (!r->finished)
+    gq_sim_tev_add(s->engine, gq_clock_now_ms() + r->sample_vms,
+                   GQ_TEV_SAMPLE, NULL, NULL, 0);
+}
+
+/* --- the report --- */
+
+static int cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+
+  return x < y ? -1 : x > y;
+}
+
+/* p in [0, 100] of a sorted array (nearest rank). */
+static double pct(const double *v, size_t n, double p)
+{
+  size_t i;
+
+  if (n == 0)
+    return 0;
+  i = (size_t)ceil(p / 100.0 * (double)n);
+  return v[i ? i - 1 : 0];
+}
+
+static json_t *team_stats(struct gq_sim_replay *r, const char *team,
+                          const json_t *gpu_s)
+{
+  double *q = gq_xcalloc(r->n_jobs + 1, sizeof(double));
+  double *c = gq_xcalloc(r->n_jobs + 1, sizeof(double));
+  size_t n = 0, jobs = 0, done = 0;
+  json_t *out;
+
+  for (size_t i = 0; i < r->n_jobs; i++) {
+    struct job *j = &r->jobs[i];
+
+    if (strcmp(j->team, team))
+      continue;
+    jobs++;
+    done += j->ended && !j->failed;
+    if (!j->start_vms || !j->end_vms)
+      continue;
+    q[n] = (double)(j->start_vms - r->t0_vms) / 1000.0 - (double)j->submit_s;
+    c[n++] = (double)(j->end_vms - r->t0_vms) / 1000.0 - (double)j->submit_s;
+  }
+  qsort(q, n, sizeof(double), cmp_double);
+  qsort(c, n, sizeof(double), cmp_double);
+  out = json_pack("{s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "jobs",
+                  (json_int_t)jobs, "completed", (json_int_t)done, "nominal",
+                  json_integer_value(json_object_get(r->teams, team)),
+                  "queue_p50_s", pct(q, n, 50), "queue_p95_s", pct(q, n, 95),
+                  "queue_p99_s", pct(q, n, 99), "jct_p50_s", pct(c, n, 50),
+                  "jct_p95_s", pct(c, n, 95), "jct_p99_s", pct(c, n, 99),
+                  "gpu_seconds",
+                  json_real_value(json_object_get(gpu_s, team)));
+  free(q);
+  free(c);
+  return out;
+}
+
+/* Jain's fairness index over the teams' normalized shares: x = (share of
+ * GPU-seconds received) / (share of nominal quota), J = (sum x)^2 /
+ * (n sum x^2) (Jain, Chiu, Hawe, DEC-TR-301, 1984). 1 is perfectly fair. */
+static double jain(const struct gq_sim_replay *r, const json_t *gpu_s)
+{
+  double total_used = 0, total_nom = 0, sx = 0, sxx = 0;
+  const char *team;
+  json_t *v;
+  int n = 0;
+
+  json_object_foreach((json_t *)r->teams, team, v) {
+    total_nom += (double)json_integer_value(v);
+    total_used += json_real_value(json_object_get(gpu_s, team));
+  }
+  json_object_foreach((json_t *)r->teams, team, v) {
+    double nom = (double)json_integer_value(v), x;
+
+    if (nom <= 0 || total_used <= 0)
+      continue;
+    x = (json_real_value(json_object_get(gpu_s, team)) / total_used) /
+        (nom / total_nom);
+    sx += x;
+    sxx += x * x;
+    n++;
+  }
+  return n && sxx > 0 ? sx * sx / ((double)n * sxx) : 1.0;
+}
+
+static json_t *build_report(struct gq_sim *s, struct gq_sim_replay *r,
+                            double real_s)
+{
+  json_t *rep = gq_sim_report_json(s), *teams = json_object();
+  const json_t *gpu_s = json_object_get(rep, "team_gpu_seconds");
+  double span = (double)(gq_clock_now_ms() - r->t0_vms) / 1000.0;
+  size_t completed = 0;
+  const char *team;
+  json_t *v;
+
+  for (size_t i = 0; i < r->n_jobs; i++)
+    completed += r->jobs[i].ended && !r->jobs[i].failed;
+  json_object_foreach(r->teams, team, v)
+    json_object_set_new(teams, team, team_stats(r, team, gpu_s));
+  json_object_set_new(rep, "jobs_submitted", json_integer((json_int_t)r->submitted));
+  json_object_set_new(rep, "jobs_completed", json_integer((json_int_t)completed));
+  json_object_set_new(rep, "jobs_failed",
+                      json_integer((json_int_t)(r->ended - completed)));
+  json_object_set_new(rep, "teams", teams);
+  json_object_set_new(rep, "gpus", json_integer(r->total_gpus));
+  json_object_set_new(rep, "virtual_seconds", json_real(span));
+  json_object_set_new(rep, "gpu_utilization",
+                      json_real(span > 0 && r->total_gpus
+                                    ? json_real_value(json_object_get(
+                                          rep, "busy_gpu_seconds")) /
+                                          (span * (double)r->total_gpus)
+                                    : 0));
+  json_object_set_new(rep, "jain_fairness", json_real(jain(r, gpu_s)));
+  json_object_set_new(rep, "replay_speed",
+                      json_real(real_s > 0 ? span / real_s : 0));
+  json_object_set(rep, "timeseries", r->series);
+  return rep;
+}
+
+static void print_summary(const json_t *rep)
+{
+  const json_t *teams = json_object_get(rep, "teams"), *t;
+  const char *name;
+
+  printf("\n== replay summary\n");
+  printf("jobs submitted %lld, completed %lld, failed %lld\n",
+         json_integer_value(json_object_get(rep, "jobs_submitted")),
+         json_integer_value(json_object_get(rep, "jobs_completed")),
+         json_integer_value(json_object_get(rep, "jobs_failed")));
+  printf("%-10s %6s %9s %9s %9s %9s %9s\n", "team", "jobs", "queue p50",
+         "p95", "p99", "JCT p50", "p95");
+  json_object_foreach((json_t *)teams, name, t)
+    printf("%-10s %6lld %8.0fs %8.0fs %8.0fs %8.0fs %8.0fs\n", name,
+           json_integer_value(json_object_get(t, "jobs")),
+           json_real_value(json_object_get(t, "queue_p50_s")),
+           json_real_value(json_object_get(t, "queue_p95_s")),
+           json_real_value(json_object_get(t, "queue_p99_s")),
+           json_real_value(json_object_get(t, "jct_p50_s")),
+           json_real_value(json_object_get(t, "jct_p95_s")));
+  printf("GPU utilization %.1f%%, GPU-seconds lost to preemption %.0f\n",
+         100 * json_real_value(json_object_get(rep, "gpu_utilization")),
+         json_real_value(json_object_get(rep, "gpu_seconds_lost")));
+  printf("preemptions %lld, checkpoint resumes %lld, Jain's fairness %.3f\n",
+         json_integer_value(json_object_get(rep, "preemptions")),
+         json_integer_value(json_object_get(rep, "checkpoint_resumes")),
+         json_real_value(json_object_get(rep, "jain_fairness")));
+  printf("invariant violations %lld, placement misses %lld, replay speed "
+         "%.0fx\n",
+         json_integer_value(json_object_get(rep, "invariant_violations")),
+         json_integer_value(json_object_get(rep, "placement_misses")),
+         json_real_value(json_object_get(rep, "replay_speed")));
+  fflush(stdout);
+}
+
+static int64_t replay_start_real_ms;
+
+static void finish(struct gq_sim *s, struct gq_sim_replay *r)
+{
+  json_t *rep;
+
+  r->finished = 1;
+  sample(s, r);
+  rep = build_report(s, r,
+                     (double)(gq_clock_mono_ms() - replay_start_real_ms) /
+                         1000.0);
+  if (r->o.report && json_dump_file(rep, r->o.report, JSON_INDENT(1)) != 0)
+    GQ_LOG(GQ_ERROR, &lc, "cannot write report '%s': %s", r->o.report,
+           strerror(errno));
+  print_summary(rep);
+  s->exit_code = json_integer_value(json_object_get(rep,
+                                                    "invariant_violations"))
+                     ? 2
+                     : 0;
+  json_decref(rep);
+  if (s->finish_cb)
+    s->finish_cb(s);
+}
+
+/* --- hooks --- */
+
+static struct job *job_of(struct gq_sim_replay *r, const char *ns,
+                          const char *name)
+{
+  char key[300];
+  const json_t *v;
+
+  snprintf(key, sizeof(key), "%s/%s", ns, name);
+  v = json_object_get(r->index, key);
+  return v ? &r->jobs[json_integer_value(v)] : NULL;
+}
+
+void gq_sim_replay_job_started(struct gq_sim *s, const struct gq_sim_pod *p)
+{
+  struct gq_sim_replay *r = R(s);
+  struct job *j = r ? job_of(r, p->ns, p->job) : NULL;
+
+  if (j && !j->start_vms)
+    j->start_vms = gq_clock_now_ms();
+}
+
+void gq_sim_replay_job_phase(struct gq_sim *s, const json_t *job, int deleted)
+{
+  struct gq_sim_replay *r = R(s);
+  const json_t *meta = json_object_get(job, "metadata");
+  const char *phase = json_string_value(
+      json_object_get(json_object_get(job, "status"), "phase"));
+  struct job *j;
+  char msg[400];
+
+  if (!r || r->finished)
+    return;
+  j = job_of(r, json_string_value(json_object_get(meta, "namespace")),
+             json_string_value(json_object_get(meta, "name")));
+  if (!j || j->ended)
+    return;
+  if (deleted) {
+    snprintf(msg, sizeof(msg), "GpuJob %s/%s vanished before it ended",
+             j->team, j->name);
+    gq_sim_report_violation(s, "INV-4", msg);
+  }
+  if (!deleted && (!phase || (strcmp(phase, "Succeeded") &&
+                              strcmp(phase, "Failed"))))
+    return;
+  j->ended = 1;
+  j->failed = deleted || !strcmp(phase, "Failed");
+  j->end_vms = gq_clock_now_ms();
+  if (++r->ended == r->n_jobs)
+    finish(s, r);
+}
+
+void gq_sim_replay_tev(struct gq_sim *s, const struct gq_tev *t)
+{
+  struct gq_sim_replay *r = R(s);
+
+  if (r && (t->type == GQ_TEV_TIMELINE || t->type == GQ_TEV_RESTORE))
+    run_timeline(s, t);
+  else if (r && t->type == GQ_TEV_SUBMIT)
+    submit_due(s, r);
+  else if (r && t->type == GQ_TEV_SAMPLE && !r->finished)
+    sample(s, r);
+}
+
+int gq_sim_replay_start(struct gq_sim *s, const struct gq_sim_replay_opts *o,
+                        char *err, size_t errlen)
+{
+  struct gq_sim_replay *r = gq_xcalloc(1, sizeof(*r));
+  int rc;
+
+  r->o = *o;
+  r->index = json_object();
+  r->teams = json_object();
+  r->series = json_pack("{s:[], s:[], s:[], s:{}}", "t", "busy_gpus",
+                        "running", "queued");
+  r->t0_vms = gq_clock_now_ms();
+  s->engine->replay = r;
+  replay_start_real_ms = gq_clock_mono_ms();
+  if ((rc = parse_checkpoint(r, o->checkpoint, err, errlen)) != 0)
+    return rc;
+  if (o->events && (rc = load_timeline(s, r, o->events, err, errlen)) != 0)
+    return rc;
+  if (!o->trace)
+    return 0;
+  if ((rc = load_trace(r, o->trace, err, errlen)) != 0)
+    return rc;
+  r->total_gpus = cluster_gpus(s);
+  derive_quotas(r);
+  if ((rc = create_quotas(s, r, err, errlen)) != 0)
+    return rc;
+  if (r->n_jobs) {
+    int64_t span = r->jobs[r->n_jobs - 1].submit_s + 1;
+
+    r->sample_vms = span * 1000 / SAMPLES > 60000 ? span * 1000 / SAMPLES
+                                                  : 60000;
+    sample(s, r);
+    submit_due(s, r);
+  }
+  GQ_LOG(GQ_INFO, &lc, "replaying %zu jobs of '%s' on %lld GPUs", r->n_jobs,
+         o->trace, (long long)r->total_gpus);
+  return 0;
+}
+
+void gq_sim_replay_release(struct gq_sim *s)
+{
+  struct gq_sim_replay *r = R(s);
+
+  if (!r)
+    return;
+  json_decref(r->timeline);
+  free(r->jobs);
+  json_decref(r->index);
+  json_decref(r->teams);
+  json_decref(r->series);
+  free(r);
+  s->engine->replay = NULL;
+}

@@ -1,0 +1,202 @@
+/* sim/report.c - measurements of the simulated cluster (see report.h). */
+#include "sim/report.h"
+
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "sim/replay.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_DETAILS 1000 /* violations / misses kept with their text */
+
+static const struct gq_lc lc = {"sim", "check", NULL};
+
+struct gq_sim_report {
+  int64_t violations, misses, preemptions, resumes;
+  json_t *violation_list, *miss_list;
+  json_t *by_reason;     /* preemption reason -> count */
+  json_t *resumed;       /* set of "job-uid/attempt" that resumed */
+  json_t *preempted;     /* set of "job-uid/attempt" preempted */
+  json_t *max_progress;  /* job uid -> most work any attempt reached (s) */
+  json_t *team_gpu_s;    /* team -> GPU-seconds its pods ran */
+  double lost_gpu_s;     /* work redone after preemptions, GPU-seconds */
+  int64_t busy_gpus;     /* GPUs held by running pods now */
+  int64_t busy_since_vms;
+  double busy_gpu_s;
+};
+
+void gq_sim_report_init(struct gq_sim *s)
+{
+  struct gq_sim_report *r = gq_xcalloc(1, sizeof(*r));
+
+  r->violation_list = json_array();
+  r->miss_list = json_array();
+  r->by_reason = json_object();
+  r->resumed = json_object();
+  r->preempted = json_object();
+  r->max_progress = json_object();
+  r->team_gpu_s = json_object();
+  r->busy_since_vms = gq_clock_now_ms();
+  s->engine->report = r;
+}
+
+void gq_sim_report_release(struct gq_sim *s)
+{
+  struct gq_sim_report *r = s->engine->report;
+
+  if (!r)
+    return;
+  json_decref(r->violation_list);
+  json_decref(r->miss_list);
+  json_decref(r->by_reason);
+  json_decref(r->resumed);
+  json_decref(r->preempted);
+  json_decref(r->max_progress);
+  json_decref(r->team_gpu_s);
+  free(r);
+  s->engine->report = NULL;
+}
+
+static void keep(json_t *list, const char *what, const char *detail)
+{
+  char ts[40];
+
+  if (json_array_size(list) >= MAX_DETAILS)
+    return;
+  gq_time_format(gq_clock_now_ms(), ts, sizeof(ts));
+  json_array_append_new(list, json_pack("{s:s, s:s, s:s}", "time", ts, "what",
+                                        what, "detail", detail));
+}
+
+void gq_sim_report_violation(struct gq_sim *s, const char *inv,
+                             const char *detail)
+{
+  struct gq_sim_report *r = s->engine->report;
+
+  r->violations++;
+  keep(r->violation_list, inv, detail);
+  GQ_LOG(GQ_WARN, &lc, "invariant %s violated: %s", inv, detail);
+}
+
+void gq_sim_report_miss(struct gq_sim *s, const char *detail)
+{
+  struct gq_sim_report *r = s->engine->report;
+
+  r->misses++;
+  keep(r->miss_list, "placement-miss", detail);
+  GQ_LOG(GQ_WARN, &lc, "placement miss: %s", detail);
+}
+
+/* Integrates busy GPUs up to now, then changes them by delta. */
+static void busy(struct gq_sim_report *r, int64_t delta)
+{
+  int64_t now = gq_clock_now_ms();
+
+  r->busy_gpu_s += (double)r->busy_gpus * (double)(now - r->busy_since_vms) /
+                   1000.0;
+  r->busy_since_vms = now;
+  r->busy_gpus += delta;
+}
+
+static void attempt_key(const struct gq_sim_pod *p, char *buf, size_t len)
+{
+  snprintf(buf, len, "%s/%lld", p->job_uid, (long long)p->attempt);
+}
+
+void gq_sim_report_pod_started(struct gq_sim *s, const struct gq_sim_pod *p)
+{
+  struct gq_sim_report *r = s->engine->report;
+  double best;
+  char key[300];
+
+  busy(r, p->gpus);
+  if (!p->job_uid)
+    return;
+  best = json_real_value(json_object_get(r->max_progress, p->job_uid));
+  if (best > p->base_s) /* work since the checkpoint is done again */
+    r->lost_gpu_s += (best - p->base_s) * (double)p->gpus;
+  attempt_key(p, key, sizeof(key));
+  if (p->base_s > 0 && !json_object_get(r->resumed, key)) {
+    json_object_set_new(r->resumed, key, json_true());
+    r->resumes++;
+  }
+  gq_sim_replay_job_started(s, p);
+}
+
+/* A pod stopped running: its work and GPU time are accounted. */
+static void stopped(struct gq_sim *s, const struct gq_sim_pod *p)
+{
+  struct gq_sim_report *r = s->engine->report;
+  double ran = (double)(gq_clock_now_ms() - p->start_vms) / 1000.0;
+  double best;
+
+  busy(r, -p->gpus);
+  if (*p->team)
+    json_object_set_new(r->team_gpu_s, p->team,
+                        json_real(json_real_value(json_object_get(
+                                      r->team_gpu_s, p->team)) +
+                                  ran * (double)p->gpus));
+  if (!p->job_uid)
+    return;
+  best = json_real_value(json_object_get(r->max_progress, p->job_uid));
+  if (p->exit_progress_s > best)
+    json_object_set_new(r->max_progress, p->job_uid,
+                        json_real(p->exit_progress_s));
+}
+
+void gq_sim_report_pod_stopped(struct gq_sim *s, const struct gq_sim_pod *p,
+                               int checkpointed, const char *reason)
+{
+  struct gq_sim_report *r = s->engine->report;
+  char key[300];
+  const char *why = reason ? reason : "Deleted";
+
+  (void)checkpointed;
+  stopped(s, p);
+  if (!p->job_uid)
+    return;
+  attempt_key(p, key, sizeof(key));
+  if (json_object_get(r->preempted, key))
+    return; /* one preemption per job attempt, however many replicas */
+  json_object_set_new(r->preempted, key, json_true());
+  r->preemptions++;
+  json_object_set_new(r->by_reason, why,
+                      json_integer(json_integer_value(json_object_get(
+                                       r->by_reason, why)) + 1));
+}
+
+void gq_sim_report_pod_ended(struct gq_sim *s, const struct gq_sim_pod *p)
+{
+  stopped(s, p);
+}
+
+void gq_sim_report_pod_gone(struct gq_sim *s, const struct gq_sim_pod *p)
+{
+  if (p->running)
+    stopped(s, p);
+}
+
+void gq_sim_report_tev(struct gq_sim *s, const struct gq_tev *t)
+{
+  gq_sim_replay_tev(s, t);
+}
+
+json_t *gq_sim_report_json(struct gq_sim *s)
+{
+  struct gq_sim_report *r = s->engine->report;
+
+  busy(r, 0);
+  return json_pack("{s:I, s:I, s:I, s:I, s:O, s:O, s:O, s:f, s:f, s:I, s:O}",
+                   "invariant_violations", (json_int_t)r->violations,
+                   "placement_misses", (json_int_t)r->misses, "preemptions",
+                   (json_int_t)r->preemptions, "checkpoint_resumes",
+                   (json_int_t)r->resumes, "violations", r->violation_list,
+                   "misses", r->miss_list, "preemptions_by_reason",
+                   r->by_reason, "gpu_seconds_lost", r->lost_gpu_s,
+                   "busy_gpu_seconds", r->busy_gpu_s, "busy_gpus",
+                   (json_int_t)r->busy_gpus, "team_gpu_seconds",
+                   r->team_gpu_s);
+}
