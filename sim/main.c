@@ -245,12 +245,23 @@ static void on_signal(uv_signal_t *h, int signum)
   stop_all();
 }
 
-/* A replay ended: its report is written; stop serving. */
+static uv_timer_t finish_timer;
+
+static void on_finish_timer(uv_timer_t *t)
+{
+  uv_close((uv_handle_t *)t, NULL);
+  stop_all();
+}
+
+/* A replay ended: its report is written; stop serving. This runs inside a
+ * request's handling (the write that ended the last job), so the stop is
+ * deferred to the next loop turn, when no request is in flight. */
 static void on_finish(struct gq_sim *s)
 {
-  (void)s;
-  if (!stopping++)
-    stop_all();
+  if (stopping++)
+    return;
+  uv_timer_init(s->loop, &finish_timer);
+  uv_timer_start(&finish_timer, on_finish_timer, 0, 0);
 }
 
 /* Registers the cluster file's nodes, as their kubelets would. */

@@ -111,9 +111,30 @@ int gq_test_sim_start(struct gq_test_sim *s, const char *const *extra)
   return -1;
 }
 
+int gq_test_sim_wait(struct gq_test_sim *s, int timeout_ms)
+{
+  int status, rc = -1;
+
+  for (int t = 0; s->pid > 0 && t < timeout_ms; t += 20) {
+    if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
+      rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      s->pid = 0;
+      break;
+    }
+    gq_test_sleep_ms(20);
+  }
+  if (rc != 0) {
+    char *log = slurp(s->log);
+
+    fprintf(stderr, "gpuq-sim exit %d; log:\n%s\n", rc, log);
+    free(log);
+  }
+  return rc;
+}
+
 int gq_test_sim_stop(struct gq_test_sim *s)
 {
-  int status = -1, rc = -1;
+  int status = -1, rc = s->pid > 0 ? -1 : 0; /* 0: it exited already */
 
   if (s->pid > 0) {
     kill(s->pid, SIGTERM);

@@ -26,6 +26,12 @@ int gq_test_sim_start(struct gq_test_sim *s, const char *const *extra_args);
  * sim's exit status (0 = clean shutdown), or -1 if it had to be killed. */
 int gq_test_sim_stop(struct gq_test_sim *s);
 
+/* Waits up to timeout_ms for the sim to exit on its own (a finished
+ * replay). Returns its exit status, or -1 if it did not exit or was killed
+ * by a signal (then its log goes to stderr). The directory stays until
+ * gq_test_sim_stop(). */
+int gq_test_sim_wait(struct gq_test_sim *s, int timeout_ms);
+
 struct gq_test_out {
   int status; /* exit status, or -1 */
   char *out;  /* stdout (heap, NUL-terminated) */

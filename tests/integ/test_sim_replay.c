@@ -1,0 +1,322 @@
+/* A trace replay end to end without gpuq's controller: gpuq-sim replays
+ * traces/philly_small.csv (500 real jobs) on clusters/philly-small.yaml at
+ * 10000x, and a trivial client in this test plays the controller's part in
+ * the simplest correct way: it places each waiting job's replicas first-fit
+ * on nodes with free GPUs, creates pinned pods, and marks the job Succeeded
+ * when its pods have. The sim must finish on its own and write a report
+ * with every job completed, no invariant violation and no placement miss
+ * (issue 4's "done when"). */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "tests/support/fixture.h"
+#include "tests/support/proc.h"
+
+static struct gq_test_sim sim;
+static char report_path[400];
+
+static json_t *get(const char *path)
+{
+  char url[512], *resp;
+  json_t *j;
+
+  snprintf(url, sizeof(url), "%s%s", sim.url, path);
+  if (gq_test_http("GET", url, NULL, NULL, NULL, &resp) != 200) {
+    free(resp);
+    return NULL;
+  }
+  j = json_loads(resp, 0, NULL);
+  free(resp);
+  return j;
+}
+
+static int send_json(const char *method, const char *path, json_t *body,
+                     const char *ctype)
+{
+  char url[512], *resp, *text = json_dumps(body, JSON_COMPACT);
+  int code;
+
+  snprintf(url, sizeof(url), "%s%s", sim.url, path);
+  code = gq_test_http(method, url, text, ctype, NULL, &resp);
+  free(resp);
+  free(text);
+  json_decref(body);
+  return code;
+}
+
+static const char *str(const json_t *o, const char *a, const char *b)
+{
+  return json_string_value(json_object_get(json_object_get(o, a), b));
+}
+
+static long long gpus_of(const json_t *pod)
+{
+  const json_t *cs = json_object_get(json_object_get(pod, "spec"),
+                                     "containers");
+  const char *v = json_string_value(json_object_get(
+      json_object_get(json_object_get(json_array_get(cs, 0), "resources"),
+                      "limits"),
+      "nvidia.com/gpu"));
+
+  return v ? atoll(v) : 0;
+}
+
+/* Free GPUs per node: allocatable minus what unfinished pods hold. */
+static json_t *free_gpus(const json_t *nodes, const json_t *pods)
+{
+  json_t *free_by = json_object(), *it;
+  size_t i;
+
+  json_array_foreach(json_object_get(nodes, "items"), i, it)
+    json_object_set_new(free_by, str(it, "metadata", "name"),
+                        json_integer(atoll(str(json_object_get(it, "status"),
+                                               "allocatable",
+                                               "nvidia.com/gpu"))));
+  json_array_foreach(json_object_get(pods, "items"), i, it) {
+    const char *node = str(it, "spec", "nodeName");
+    const char *ph = str(it, "status", "phase");
+    const json_t *aff = json_object_get(json_object_get(it, "spec"),
+                                        "affinity");
+
+    if (!node) /* pinned but not yet bound: count on the pinned node */
+      node = json_string_value(json_array_get(
+          json_object_get(json_array_get(
+                              json_object_get(json_array_get(
+                                                  json_object_get(
+                                                      json_object_get(
+                                                          json_object_get(
+                                                              aff,
+                                                              "nodeAffinity"),
+                                                          "requiredDuring"
+                                                          "SchedulingIgnored"
+                                                          "DuringExecution"),
+                                                      "nodeSelectorTerms"),
+                                                  0),
+                                              "matchExpressions"),
+                              0),
+                          "values"),
+          0));
+    if (!node || (ph && (!strcmp(ph, "Succeeded") || !strcmp(ph, "Failed"))))
+      continue;
+    json_object_set_new(free_by, node,
+                        json_integer(json_integer_value(json_object_get(
+                                         free_by, node)) - gpus_of(it)));
+  }
+  return free_by;
+}
+
+static json_t *pod_for(const json_t *job, long long replica, const char *node,
+                       long long gpus)
+{
+  const char *ns = str(job, "metadata", "namespace");
+  const char *name = str(job, "metadata", "name");
+  char pname[200], r[16], g[16];
+
+  snprintf(pname, sizeof(pname), "%s-1-%lld", name, replica);
+  snprintf(r, sizeof(r), "%lld", replica);
+  snprintf(g, sizeof(g), "%lld", gpus);
+  return json_pack(
+      "{s:{s:s, s:s, s:{s:s, s:s, s:s, s:s, s:s}, s:O, s:[{s:s, s:s, s:s, "
+      "s:s, s:b}]}, s:{s:s, s:{s:{s:{s:[{s:[{s:s, s:s, s:[s]}]}]}}}, "
+      "s:[{s:s, s:s, s:{s:{s:s}}}]}}",
+      "metadata", "name", pname, "namespace", ns, "labels", "gpuq.dev/job",
+      name, "gpuq.dev/job-uid", str(job, "metadata", "uid"), "gpuq.dev/team",
+      str(job, "spec", "team"), "gpuq.dev/attempt", "1", "gpuq.dev/replica",
+      r, "annotations",
+      json_object_get(json_object_get(json_object_get(json_object_get(job,
+                                                                      "spec"),
+                                                      "template"),
+                                      "metadata"),
+                      "annotations"),
+      "ownerReferences", "apiVersion", "gpuq.dev/v1alpha1", "kind", "GpuJob",
+      "name", name, "uid", str(job, "metadata", "uid"), "controller", 1,
+      "spec", "restartPolicy", "Never", "affinity", "nodeAffinity",
+      "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms",
+      "matchExpressions", "key", "kubernetes.io/hostname", "operator", "In",
+      "values", node, "containers", "name", "trainer", "image",
+      "gpuq-sim/trainer", "resources", "limits", "nvidia.com/gpu", g);
+}
+
+static void set_phase(const json_t *job, const char *phase)
+{
+  char path[400];
+
+  snprintf(path, sizeof(path),
+           "/apis/gpuq.dev/v1alpha1/namespaces/%s/gpujobs/%s/status",
+           str(job, "metadata", "namespace"), str(job, "metadata", "name"));
+  send_json("PATCH", path,
+            json_pack("{s:{s:s}}", "status", "phase", phase),
+            "application/merge-patch+json");
+}
+
+/* First-fit: every replica on a node with room, or nothing. */
+static void try_place(const json_t *job, json_t *free_by)
+{
+  long long reps = json_integer_value(json_object_get(json_object_get(job,
+                                                                      "spec"),
+                                                      "replicas"));
+  long long per = json_integer_value(json_object_get(
+      json_object_get(job, "spec"), "gpusPerReplica"));
+  json_t *plan = json_array(), *snapshot = json_deep_copy(free_by), *p;
+  const char *node;
+  json_t *v;
+  size_t i;
+
+  for (long long r = 0; r < reps; r++) {
+    const char *chosen = NULL;
+
+    json_object_foreach(snapshot, node, v)
+      if (json_integer_value(v) >= per) {
+        chosen = node;
+        break;
+      }
+    if (!chosen)
+      break;
+    json_array_append_new(plan, json_string(chosen));
+    json_object_set_new(snapshot, chosen,
+                        json_integer(json_integer_value(json_object_get(
+                                         snapshot, chosen)) - per));
+  }
+  if ((long long)json_array_size(plan) == reps) {
+    char path[300];
+
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods",
+             str(job, "metadata", "namespace"));
+    json_array_foreach(plan, i, p)
+      assert_int_equal(send_json("POST", path,
+                                 pod_for(job, (long long)i,
+                                         json_string_value(p), per),
+                                 NULL),
+                       201);
+    json_object_update(free_by, snapshot);
+    set_phase(job, "Running");
+  }
+  json_decref(plan);
+  json_decref(snapshot);
+}
+
+/* A running job whose pods all succeeded is done: its pods go. */
+static void try_finish(const json_t *job, const json_t *pods)
+{
+  const char *uid = str(job, "metadata", "uid");
+  long long reps = json_integer_value(json_object_get(json_object_get(job,
+                                                                      "spec"),
+                                                      "replicas"));
+  long long done = 0;
+  const json_t *p;
+  size_t i;
+
+  json_array_foreach(json_object_get(pods, "items"), i, p) {
+    const char *ju = json_string_value(json_object_get(
+        json_object_get(json_object_get(p, "metadata"), "labels"),
+        "gpuq.dev/job-uid"));
+    const char *ph = str(p, "status", "phase");
+
+    if (ju && !strcmp(ju, uid) && ph && !strcmp(ph, "Succeeded"))
+      done++;
+  }
+  if (done < reps)
+    return;
+  set_phase(job, "Succeeded");
+  json_array_foreach(json_object_get(pods, "items"), i, p) {
+    const char *ju = json_string_value(json_object_get(
+        json_object_get(json_object_get(p, "metadata"), "labels"),
+        "gpuq.dev/job-uid"));
+    char path[400];
+
+    if (!ju || strcmp(ju, uid))
+      continue;
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s",
+             str(p, "metadata", "namespace"), str(p, "metadata", "name"));
+    send_json("DELETE", path, json_object(), NULL);
+  }
+}
+
+/* One pass of the trivial client. Returns 0 once the sim has gone. */
+static int client_pass(void)
+{
+  json_t *jobs = get("/apis/gpuq.dev/v1alpha1/gpujobs");
+  json_t *pods = jobs ? get("/api/v1/pods") : NULL;
+  json_t *nodes = pods ? get("/api/v1/nodes") : NULL, *free_by, *j;
+  size_t i;
+
+  if (!nodes) {
+    json_decref(jobs);
+    json_decref(pods);
+    return 0;
+  }
+  free_by = free_gpus(nodes, pods);
+  json_array_foreach(json_object_get(jobs, "items"), i, j) {
+    const char *ph = str(j, "status", "phase");
+
+    if (!ph)
+      try_place(j, free_by);
+    else if (!strcmp(ph, "Running"))
+      try_finish(j, pods);
+  }
+  json_decref(free_by);
+  json_decref(jobs);
+  json_decref(pods);
+  json_decref(nodes);
+  return 1;
+}
+
+static void test_replay_philly_small(void **state)
+{
+  const char *args[] = {"--cluster", "clusters/philly-small.yaml", "--trace",
+                        "traces/philly_small.csv", "--time-scale", "10000",
+                        "--report", report_path, NULL};
+  json_t *rep;
+
+  (void)state;
+  snprintf(report_path, sizeof(report_path), "/tmp/gpuq-replay-report-%d.json",
+           (int)getpid());
+  assert_int_equal(gq_test_sim_start(&sim, args), 0);
+  /* The sim exits by itself once every job has ended (bounded: 5 min). */
+  for (int t = 0; t < 300000 && client_pass(); t += 20)
+    gq_test_sleep_ms(20);
+  assert_int_equal(gq_test_sim_wait(&sim, 10000), 0);
+  rep = json_load_file(report_path, 0, NULL);
+  assert_non_null(rep);
+  assert_int_equal(json_integer_value(json_object_get(rep, "jobs_submitted")),
+                   500);
+  assert_int_equal(json_integer_value(json_object_get(rep, "jobs_completed")),
+                   500);
+  assert_int_equal(json_integer_value(json_object_get(
+                       rep, "invariant_violations")),
+                   0);
+  assert_int_equal(json_integer_value(json_object_get(rep,
+                                                      "placement_misses")),
+                   0);
+  assert_int_equal(json_integer_value(json_object_get(rep, "preemptions")), 0);
+  assert_int_equal(json_integer_value(json_object_get(rep,
+                                                      "checkpoint_resumes")),
+                   0);
+  assert_int_equal(json_integer_value(json_object_get(rep, "gpus")), 320);
+  assert_true(json_real_value(json_object_get(rep, "gpu_utilization")) > 0.1);
+  assert_true(json_real_value(json_object_get(rep, "gpu_utilization")) <= 1.0);
+  assert_int_equal(json_object_size(json_object_get(rep, "teams")), 10);
+  assert_true(json_array_size(json_object_get(
+                  json_object_get(rep, "timeseries"), "t")) > 10);
+  json_decref(rep);
+  remove(report_path);
+  assert_int_equal(gq_test_sim_stop(&sim), 0);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_replay_philly_small),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
