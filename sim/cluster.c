@@ -145,22 +145,16 @@ static json_t *node_file(struct gq_dec *d, const char *cluster_path,
   return node;
 }
 
-int gq_sim_cluster_load(const char *path, json_t **nodes, char *err,
-                        size_t errlen)
+int gq_sim_cluster_from_json(const json_t *doc, const char *rel_to,
+                             json_t **nodes, char *err, size_t errlen)
 {
-  json_t *docs, *out = json_array();
-  const json_t *doc, *groups, *files, *g, *v;
+  json_t *out = json_array();
+  const json_t *groups, *files, *g, *v;
   struct gq_dec d;
   size_t i, j;
-  int rc;
 
   *nodes = NULL;
-  if ((rc = gq_yaml_load_file(path, &docs, err, errlen)) != 0) {
-    json_decref(out);
-    return rc;
-  }
   gq_dec_init(&d);
-  doc = json_array_get(docs, 0);
   groups = gq_dec_array(&d, doc, "groups", 0, 1000);
   files = gq_dec_array(&d, doc, "nodes", 0, 100000);
   json_array_foreach((json_t *)groups, i, g) {
@@ -171,18 +165,32 @@ int gq_sim_cluster_load(const char *path, json_t **nodes, char *err,
       json_array_append_new(out, gq_sim_cluster_node(g, j));
   }
   json_array_foreach((json_t *)(d.rc ? NULL : files), i, v) {
-    json_t *node = node_file(&d, path, v, i);
+    json_t *node = node_file(&d, rel_to, v, i);
 
     if (!node)
       break;
     json_array_append_new(out, node);
   }
-  json_decref(docs);
   if (d.rc) {
-    snprintf(err, errlen, "%s: %s", path, d.msg);
+    snprintf(err, errlen, "%s: %s", rel_to, d.msg);
     json_decref(out);
     return d.rc;
   }
   *nodes = out;
   return 0;
+}
+
+int gq_sim_cluster_load(const char *path, json_t **nodes, char *err,
+                        size_t errlen)
+{
+  json_t *docs;
+  int rc;
+
+  *nodes = NULL;
+  if ((rc = gq_yaml_load_file(path, &docs, err, errlen)) != 0)
+    return rc;
+  rc = gq_sim_cluster_from_json(json_array_get(docs, 0), path, nodes, err,
+                                errlen);
+  json_decref(docs);
+  return rc;
 }

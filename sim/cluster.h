@@ -30,6 +30,11 @@
 int gq_sim_cluster_load(const char *path, json_t **nodes, char *err,
                         size_t errlen);
 
+/* Same, from an already parsed cluster document; Node file paths are
+ * relative to the folder of the file named rel_to. */
+int gq_sim_cluster_from_json(const json_t *doc, const char *rel_to,
+                             json_t **nodes, char *err, size_t errlen);
+
 /* Builds one group's Node (index i of the group): a new reference. The
  * group must have passed validation in gq_sim_cluster_load(). */
 json_t *gq_sim_cluster_node(const json_t *group, size_t i);

@@ -5,7 +5,7 @@
  *            [--watch-window N] [--bookmark-interval-ms MS]
  *            [--cluster FILE] [--trace FILE [--quotas FILE]
  *             [--checkpoint GRACE,INTERVAL,WRITE|none] [--report PATH]]
- *            [--events FILE]
+ *            [--events FILE] [--scenario FILE [--hook NAME=COMMAND]...]
  *            [--time-scale S --time-epoch E]
  *            [--log-level L]
  *
@@ -38,6 +38,7 @@ struct args {
   const char *kubeconfig, *token, *tls_cert, *tls_key, *tls_ca, *crds;
   const char *cluster;
   struct gq_sim_replay_opts replay;
+  const char *hooks[16];
   const char *scale, *epoch, *log_level;
   long window;
   long bookmark_ms;
@@ -53,6 +54,7 @@ static void usage(FILE *f)
           "                [--cluster FILE] [--trace FILE [--quotas FILE]\n"
           "                 [--checkpoint GRACE,INTERVAL,WRITE|none]\n"
           "                 [--report PATH]] [--events FILE]\n"
+          "                [--scenario FILE [--hook NAME=COMMAND]...]\n"
           "                [--time-scale S --time-epoch E] [--log-level L]\n");
 }
 
@@ -120,6 +122,17 @@ static int parse_args(int argc, char **argv, struct args *a)
       a->replay.events = v;
     else if (!strcmp(f, "--report"))
       a->replay.report = v;
+    else if (!strcmp(f, "--scenario"))
+      a->replay.scenario = v;
+    else if (!strcmp(f, "--hook")) {
+      if (a->replay.n_hooks == 16 || !strchr(v, '=')) {
+        fprintf(stderr, "gpuq-sim: --hook: want NAME=COMMAND (at most 16), "
+                "got '%s'\n", v);
+        return -1;
+      }
+      a->hooks[a->replay.n_hooks++] = v;
+      a->replay.hooks = a->hooks;
+    }
     else if (!strcmp(f, "--time-scale"))
       a->scale = v;
     else if (!strcmp(f, "--time-epoch"))
@@ -341,7 +354,7 @@ int main(int argc, char **argv)
   sim.finish_cb = on_finish;
   if (a.cluster && load_cluster(a.cluster) != 0)
     return 1;
-  if ((a.replay.trace || a.replay.events) &&
+  if ((a.replay.trace || a.replay.events || a.replay.scenario) &&
       gq_sim_replay_start(&sim, &a.replay, err, sizeof(err)) != 0) {
     fprintf(stderr, "gpuq-sim: %s\n", err);
     return 1;

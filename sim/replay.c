@@ -1,5 +1,5 @@
 /* sim/replay.c - trace replay and its report (see replay.h). */
-#include "sim/replay.h"
+#include "sim/replay_int.h"
 
 #include "api/yaml.h"
 #include "base/alloc.h"
@@ -18,27 +18,6 @@
 #define SAMPLES 400 /* time-series points over a replay */
 
 static const struct gq_lc lc = {"sim", "replay", NULL};
-
-struct job {
-  char name[64], team[64];
-  int64_t gpus, submit_s, duration_s;
-  int64_t start_vms, end_vms; /* 0 until it happens */
-  int ended, failed;
-};
-
-struct gq_sim_replay {
-  struct gq_sim_replay_opts o;
-  struct job *jobs;
-  size_t n_jobs, next, submitted, ended;
-  json_t *index;   /* "ns/name" -> job index */
-  json_t *teams;   /* team -> nominal GPUs */
-  int64_t t0_vms, sample_vms;
-  int64_t grace_s, interval_s, write_s; /* -1 grace: cannot checkpoint */
-  int64_t total_gpus;
-  json_t *series;  /* {t: [], busy: [], running: [], queued: {team: []}} */
-  json_t *timeline; /* the --events file's events, by index */
-  int finished;
-};
 
 static struct gq_sim_replay *R(struct gq_sim *s)
 {
@@ -100,6 +79,7 @@ static int parse_row(char *line, struct job *j, const char *path, size_t ln,
   for (char *c = j->name; *c; c++)
     *c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c == '_' ? '-' : *c);
   snprintf(j->team, sizeof(j->team), "%s", *f[2] ? f[2] : "default-team");
+  snprintf(j->ns, sizeof(j->ns), "%s", j->team);
   j->submit_s = strtoll(f[1], NULL, 10);
   j->gpus = strtoll(f[3], NULL, 10);
   j->duration_s = strtoll(f[5], NULL, 10);
@@ -214,12 +194,22 @@ static int64_t cluster_gpus(struct gq_sim *s)
   return total;
 }
 
-static int create(struct gq_sim *s, const char *group, const char *version,
+int gq__replay_create(struct gq_sim *s, const char *group, const char *version,
                   const char *plural, json_t *obj, char *err, size_t errlen)
 {
   struct gq_sim_kind *k = gq_sim_kind_find(s, group, version, plural);
 
   return gq_sim_seed(s, k, obj, err, errlen) ? 0 : GQ_EINVAL;
+}
+
+void gq__replay_namespace(struct gq_sim *s, const char *name)
+{
+  struct gq_sim_kind *k = gq_sim_kind_find(s, "", "v1", "namespaces");
+  char err[256];
+
+  if (!gq_sim_get(k, NULL, name))
+    gq_sim_seed(s, k, json_pack("{s:{s:s}}", "metadata", "name", name), err,
+                sizeof(err));
 }
 
 static int create_quotas(struct gq_sim *s, struct gq_sim_replay *r, char *err,
@@ -231,18 +221,13 @@ static int create_quotas(struct gq_sim *s, struct gq_sim_replay *r, char *err,
   size_t i;
   int rc;
 
-  json_object_foreach(r->teams, team, v) {
-    rc = create(s, "", "v1", "namespaces",
-                json_pack("{s:{s:s}}", "metadata", "name", team), err, errlen);
-    if (rc != 0 && gq_sim_get(gq_sim_kind_find(s, "", "v1", "namespaces"),
-                              NULL, team) == NULL)
-      return rc;
-  }
+  json_object_foreach(r->teams, team, v)
+    gq__replay_namespace(s, team);
   if (r->o.quotas) {
     if ((rc = gq_yaml_load_file(r->o.quotas, &docs, err, errlen)) != 0)
       return rc;
     json_array_foreach(docs, i, d) {
-      if ((rc = create(s, "gpuq.dev", "v1alpha1", "teamquotas",
+      if ((rc = gq__replay_create(s, "gpuq.dev", "v1alpha1", "teamquotas",
                        json_deep_copy(d), err, errlen)) != 0)
         break;
     }
@@ -250,7 +235,7 @@ static int create_quotas(struct gq_sim *s, struct gq_sim_replay *r, char *err,
     return rc;
   }
   json_object_foreach(r->teams, team, v) {
-    rc = create(s, "gpuq.dev", "v1alpha1", "teamquotas",
+    rc = gq__replay_create(s, "gpuq.dev", "v1alpha1", "teamquotas",
                 json_pack("{s:s, s:s, s:{s:s}, s:{s:[s], s:s, s:[{s:s, "
                           "s:I}]}}",
                           "apiVersion", "gpuq.dev/v1alpha1", "kind",
@@ -310,7 +295,7 @@ static json_t *job_object(const struct gq_sim_replay *r, const struct job *j)
                    j->name, "namespace", j->team, "spec", spec);
 }
 
-static void submit_due(struct gq_sim *s, struct gq_sim_replay *r)
+void gq__replay_submit_due(struct gq_sim *s, struct gq_sim_replay *r)
 {
   int64_t now = gq_clock_now_ms();
   char err[1024], key[200];
@@ -319,9 +304,10 @@ static void submit_due(struct gq_sim *s, struct gq_sim_replay *r)
          r->t0_vms + r->jobs[r->next].submit_s * 1000 <= now) {
     struct job *j = &r->jobs[r->next];
 
-    snprintf(key, sizeof(key), "%s/%s", j->team, j->name);
+    snprintf(key, sizeof(key), "%s/%s", j->ns, j->name);
     json_object_set_new(r->index, key, json_integer((json_int_t)r->next));
-    if (create(s, "gpuq.dev", "v1alpha1", "gpujobs", job_object(r, j), err,
+    if (gq__replay_create(s, "gpuq.dev", "v1alpha1", "gpujobs",
+               j->obj ? json_deep_copy(j->obj) : job_object(r, j), err,
                sizeof(err)) != 0) {
       GQ_LOG(GQ_ERROR, &lc, "cannot submit job '%s': %s", key, err);
       j->ended = j->failed = 1;
@@ -337,29 +323,28 @@ static void submit_due(struct gq_sim *s, struct gq_sim_replay *r)
 
 /* --- the timeline of node events --- */
 
-static int load_timeline(struct gq_sim *s, struct gq_sim_replay *r,
-                         const char *path, char *err, size_t errlen)
+/* Schedules a list of timeline events (path names them in messages). */
+int gq__replay_schedule_events(struct gq_sim *s, struct gq_sim_replay *r,
+                           const json_t *events, const char *path, char *err,
+                           size_t errlen)
 {
-  json_t *docs, *ev;
+  const json_t *ev;
   size_t i;
-  int rc;
 
-  if ((rc = gq_yaml_load_file(path, &docs, err, errlen)) != 0)
-    return rc;
-  r->timeline = json_incref(json_object_get(json_array_get(docs, 0),
-                                            "events"));
-  json_decref(docs);
-  if (!json_is_array(r->timeline)) {
+  if (!json_is_array(events)) {
     snprintf(err, errlen, "%s: events: must be a list of {at, node, action}",
              path);
     return GQ_EINVAL;
   }
-  json_array_foreach(r->timeline, i, ev) {
+  json_decref(r->timeline);
+  r->timeline = json_incref((json_t *)events);
+  json_array_foreach((json_t *)events, i, ev) {
     if (!json_is_integer(json_object_get(ev, "at")) ||
-        !json_is_string(json_object_get(ev, "node")) ||
-        !json_is_string(json_object_get(ev, "action"))) {
-      snprintf(err, errlen, "%s: events[%zu]: needs at (virtual seconds), "
-               "node and action", path, i);
+        (!json_is_string(json_object_get(ev, "run")) &&
+         (!json_is_string(json_object_get(ev, "node")) ||
+          !json_is_string(json_object_get(ev, "action"))))) {
+      snprintf(err, errlen, "%s: events[%zu]: needs at (virtual seconds) "
+               "and node and action, or run", path, i);
       return GQ_EINVAL;
     }
     gq_sim_tev_add(s->engine,
@@ -370,9 +355,66 @@ static int load_timeline(struct gq_sim *s, struct gq_sim_replay *r,
   return 0;
 }
 
+static int load_timeline(struct gq_sim *s, struct gq_sim_replay *r,
+                         const char *path, char *err, size_t errlen)
+{
+  json_t *docs;
+  int rc;
+
+  if ((rc = gq_yaml_load_file(path, &docs, err, errlen)) != 0)
+    return rc;
+  rc = gq__replay_schedule_events(s, r, json_object_get(json_array_get(docs, 0),
+                                             "events"),
+                       path, err, errlen);
+  json_decref(docs);
+  return rc;
+}
+
+static void on_hook_exit(uv_process_t *p, int64_t status, int sig)
+{
+  GQ_LOG(status || sig ? GQ_WARN : GQ_INFO, &lc,
+         "hook exited with status %lld (signal %d)", (long long)status, sig);
+  uv_close((uv_handle_t *)p, (uv_close_cb)free);
+}
+
+/* Runs a scenario hook: the --hook NAME=COMMAND given for name, through
+ * /bin/sh -c, without waiting (uv_spawn keeps the loop free). */
+static void run_hook(struct gq_sim *s, const char *name)
+{
+  struct gq_sim_replay *r = R(s);
+  size_t len = strlen(name);
+
+  for (size_t i = 0; i < r->o.n_hooks; i++) {
+    const char *h = r->o.hooks[i];
+
+    if (!strncmp(h, name, len) && h[len] == '=') {
+      char *args[] = {"/bin/sh", "-c", (char *)h + len + 1, NULL};
+      uv_process_options_t po = {.exit_cb = on_hook_exit, .file = args[0],
+                                 .args = args};
+      uv_process_t *p = gq_xcalloc(1, sizeof(*p));
+      int rc = uv_spawn(s->loop, p, &po);
+
+      GQ_LOG(GQ_INFO, &lc, "running hook '%s'", name);
+      if (rc != 0) {
+        GQ_LOG(GQ_ERROR, &lc, "cannot run hook '%s': %s", name,
+               uv_strerror(rc));
+        free(p);
+      }
+      return;
+    }
+  }
+  GQ_LOG(GQ_ERROR, &lc, "no --hook %s=COMMAND given; event skipped", name);
+}
+
 static void run_timeline(struct gq_sim *s, const struct gq_tev *t)
 {
   const json_t *ev = json_array_get(R(s)->timeline, (size_t)t->arg);
+  const char *hook = json_string_value(json_object_get(ev, "run"));
+
+  if (hook) {
+    run_hook(s, hook);
+    return;
+  }
   const char *node = json_string_value(json_object_get(ev, "node"));
   const char *action = json_string_value(json_object_get(ev, "action"));
   const json_t *dur = json_object_get(ev, "for");
@@ -594,11 +636,17 @@ static void print_summary(const json_t *rep)
 
 static int64_t replay_start_real_ms;
 
-static void finish(struct gq_sim *s, struct gq_sim_replay *r)
+void gq__replay_finish(struct gq_sim *s, struct gq_sim_replay *r,
+                       const char *why)
 {
   json_t *rep;
+  int failed = 0;
 
+  if (r->finished)
+    return;
   r->finished = 1;
+  if (why)
+    GQ_LOG(GQ_INFO, &lc, "run ends: %s", why);
   sample(s, r);
   rep = build_report(s, r,
                      (double)(gq_clock_mono_ms() - replay_start_real_ms) /
@@ -607,8 +655,11 @@ static void finish(struct gq_sim *s, struct gq_sim_replay *r)
     GQ_LOG(GQ_ERROR, &lc, "cannot write report '%s': %s", r->o.report,
            strerror(errno));
   print_summary(rep);
-  s->exit_code = json_integer_value(json_object_get(rep,
-                                                    "invariant_violations"))
+  if (r->scenario)
+    failed = gq__scenario_check(s, r, rep);
+  s->exit_code = failed ? 1
+                 : json_integer_value(json_object_get(rep,
+                                                      "invariant_violations"))
                      ? 2
                      : 0;
   json_decref(rep);
@@ -644,6 +695,7 @@ void gq_sim_replay_job_phase(struct gq_sim *s, const json_t *job, int deleted)
   const json_t *meta = json_object_get(job, "metadata");
   const char *phase = json_string_value(
       json_object_get(json_object_get(job, "status"), "phase"));
+  const char *end_when;
   struct job *j;
   char msg[400];
 
@@ -664,8 +716,10 @@ void gq_sim_replay_job_phase(struct gq_sim *s, const json_t *job, int deleted)
   j->ended = 1;
   j->failed = deleted || !strcmp(phase, "Failed");
   j->end_vms = gq_clock_now_ms();
-  if (++r->ended == r->n_jobs)
-    finish(s, r);
+  end_when = json_string_value(json_object_get(r->scenario, "endWhen"));
+  if (++r->ended == r->n_jobs && r->next == r->n_jobs &&
+      (!end_when || strcmp(end_when, "timeout") != 0))
+    gq__replay_finish(s, r, "every job has ended");
 }
 
 void gq_sim_replay_tev(struct gq_sim *s, const struct gq_tev *t)
@@ -675,9 +729,11 @@ void gq_sim_replay_tev(struct gq_sim *s, const struct gq_tev *t)
   if (r && (t->type == GQ_TEV_TIMELINE || t->type == GQ_TEV_RESTORE))
     run_timeline(s, t);
   else if (r && t->type == GQ_TEV_SUBMIT)
-    submit_due(s, r);
+    gq__replay_submit_due(s, r);
   else if (r && t->type == GQ_TEV_SAMPLE && !r->finished)
     sample(s, r);
+  else if (r && t->type == GQ_TEV_DEADLINE)
+    gq__replay_finish(s, r, "the scenario's timeout");
 }
 
 int gq_sim_replay_start(struct gq_sim *s, const struct gq_sim_replay_opts *o,
@@ -698,6 +754,8 @@ int gq_sim_replay_start(struct gq_sim *s, const struct gq_sim_replay_opts *o,
     return rc;
   if (o->events && (rc = load_timeline(s, r, o->events, err, errlen)) != 0)
     return rc;
+  if (o->scenario)
+    return gq__scenario_load(s, r, o->scenario, err, errlen);
   if (!o->trace)
     return 0;
   if ((rc = load_trace(r, o->trace, err, errlen)) != 0)
@@ -712,7 +770,7 @@ int gq_sim_replay_start(struct gq_sim *s, const struct gq_sim_replay_opts *o,
     r->sample_vms = span * 1000 / SAMPLES > 60000 ? span * 1000 / SAMPLES
                                                   : 60000;
     sample(s, r);
-    submit_due(s, r);
+    gq__replay_submit_due(s, r);
   }
   GQ_LOG(GQ_INFO, &lc, "replaying %zu jobs of '%s' on %lld GPUs", r->n_jobs,
          o->trace, (long long)r->total_gpus);
@@ -726,6 +784,9 @@ void gq_sim_replay_release(struct gq_sim *s)
   if (!r)
     return;
   json_decref(r->timeline);
+  json_decref(r->scenario);
+  for (size_t i = 0; i < r->n_jobs; i++)
+    json_decref(r->jobs[i].obj);
   free(r->jobs);
   json_decref(r->index);
   json_decref(r->teams);

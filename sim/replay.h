@@ -18,7 +18,32 @@ struct gq_sim_replay_opts {
   const char *events;     /* YAML node event timeline, or NULL */
   const char *report;     /* report.json path, or NULL */
   const char *series;     /* directory for time-series data files, or NULL */
+  const char *scenario;   /* scenario YAML (tests/scenarios), or NULL */
+  const char *const *hooks; /* "NAME=COMMAND" for scenario 'run' events */
+  size_t n_hooks;
 };
+
+/* A scenario (--scenario FILE) is a small replay written out in full:
+ *
+ *   cluster: {groups: [...], nodes: [...]}   # or a cluster file's path
+ *   quotas: [<TeamQuota>, ...]
+ *   jobs: [{at: 0, job: <GpuJob>}, ...]      # at: virtual seconds
+ *   events:                                  # node events and hooks
+ *   - {at: 600, node: gpu-a-00, action: drain}
+ *   - {at: 900, node: gpu-a-01, action: device-plugin-loss, for: 300}
+ *   - {at: 1200, run: restart-controller}    # a --hook NAME=COMMAND
+ *   endWhen: allJobsEnded                    # or: timeout
+ *   timeout: 7200                            # virtual seconds
+ *   expect:
+ *   - {job: team-a/j1, path: status.phase, equals: Succeeded}
+ *   - {job: team-a/j1, path: status.preemptions, atLeast: 1}
+ *   - {report: invariant_violations, equals: 0}
+ *   - {object: {resource: teamquotas, name: team-a},
+ *      path: status.usedGPUs, equals: 0}
+ *
+ * At the end every expectation is checked and printed; the sim exits 0 if
+ * all hold and no invariant was violated, 1 otherwise, with one line per
+ * failed expectation naming it, the value found and the value wanted. */
 
 /* Loads the trace, quotas and timeline and schedules the submissions
  * (virtual time 0 of the trace = now). Returns 0 or GQ_EINVAL / GQ_EIO
