@@ -425,12 +425,18 @@ int gq_httpd_start(uv_loop_t *loop, const struct gq_httpd_opts *o,
   h->loop = loop;
   h->cb = cb;
   h->arg = arg;
-  h->mhd = MHD_start_daemon(
-      flags, 0, NULL, NULL, on_access, h, MHD_OPTION_LISTEN_SOCKET, fd,
-      MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0,
-      o->tls_cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, o->tls_cert,
-      MHD_OPTION_HTTPS_MEM_KEY, o->tls_key, MHD_OPTION_END);
+  {
+    struct MHD_OptionItem tls[] = {
+        {MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)o->tls_cert},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)o->tls_key},
+        {MHD_OPTION_END, 0, NULL}};
+
+    h->mhd = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_access, h, MHD_OPTION_LISTEN_SOCKET, fd,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0, MHD_OPTION_ARRAY,
+        o->tls_cert ? tls : tls + 2, MHD_OPTION_END);
+  }
   if (!h->mhd) {
     snprintf(err, errlen, "cannot start the HTTP server on %s:%d%s", o->host,
              h->port, o->tls_cert ? " (check the TLS certificate and key)" : "");

@@ -435,7 +435,7 @@ static void schedule(struct gq_sim_engine *e, const json_t *pod,
                      const char *key)
 {
   struct gq_pod p;
-  struct gq_sim_node *n, *tmp;
+  struct gq_sim_node *n;
   const char *pin, *reason = "no nodes";
   char err[512], why[512] = "", msg[700];
   size_t total = 0;
@@ -465,7 +465,6 @@ static void schedule(struct gq_sim_engine *e, const json_t *pod,
     }
     json_decref(nodes);
   }
-  (void)tmp;
   if (reason) {
     snprintf(msg, sizeof(msg), "0/%zu nodes are available: %s.", total,
              *why ? why : reason);

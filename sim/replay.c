@@ -57,10 +57,10 @@ static int parse_checkpoint(struct gq_sim_replay *r, const char *spec,
 static int parse_row(char *line, struct job *j, const char *path, size_t ln,
                      char *err, size_t errlen)
 {
-  char *f[8], *save = NULL, *p;
+  char *f[8], *p;
   int n = 0;
 
-  for (p = line; n < 8; n++) { /* strsep keeps empty fields */
+  for (p = line; n < 8; n++) { /* keeps empty fields, unlike strtok */
     f[n] = p;
     p = strchr(p, ',');
     if (!p) {
@@ -69,7 +69,6 @@ static int parse_row(char *line, struct job *j, const char *path, size_t ln,
     }
     *p++ = '\0';
   }
-  (void)save;
   if (n < 6) {
     snprintf(err, errlen, "%s:%zu: want job_id,submit_s,team,gpus,gpu_model,"
              "duration_s[,status], got %d fields", path, ln, n);

@@ -1,0 +1,739 @@
+/* api/client.c - the Kubernetes API client (see client.h). */
+#include "api/client.h"
+
+#include "api/exec.h"
+#include "api/hclient.h"
+#include "base/alloc.h"
+#include "base/backoff.h"
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/log.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOKEN_RELOAD_MS 60000 /* client-go re-reads token files each minute */
+
+struct kreq;
+
+struct gq_kclient {
+  uv_loop_t *loop;
+  struct gq_hclient *http;
+  const struct gq_kubeconfig *cfg; /* borrowed: outlives the client */
+  struct gq_kclient_opts o;
+  struct gq_hclient_tls tls;
+  struct gq_ratelimit rl;
+  char *token;                /* current bearer token, or NULL */
+  uv_timer_t token_timer;
+  struct gq_exec_credential cred;
+  int exec_running;
+  struct kreq *waiting;       /* requests waiting for exec credentials */
+  struct kreq *reqs;          /* every live request */
+  char auth[300];
+  int closing, pending_closes;
+};
+
+struct kreq {
+  struct gq_kclient *c;
+  char *method, *url, *body, *ctype;
+  size_t body_len;
+  int idempotent, attempt, reauth;
+  int admitted;              /* the rate limiter's token is taken */
+  gq_kclient_cb cb;
+  void *arg;
+  struct gq_backoff bo;
+  uv_timer_t timer;
+  struct gq_hcall *call;
+  struct kreq *next, *prev, *wnext;
+  struct gq_kwatch *watch;   /* set for watch streams */
+};
+
+struct gq_kwatch {
+  struct kreq *r;
+  struct gq_ndjson framer;
+  gq_kwatch_event_cb ev;
+  gq_kwatch_end_cb end;
+  void *arg;
+  char rv[64];
+  int err;                   /* first decode error */
+};
+
+static const struct gq_lc lc = {"api", "request", NULL};
+
+static void send_req(struct kreq *r);
+static void fail_req(struct kreq *r, int rc, struct gq_k8s_status *st);
+
+/* --- credentials --- */
+
+static void set_token(struct gq_kclient *c, const char *t)
+{
+  free(c->token);
+  c->token = t ? gq_xstrdup(t) : NULL;
+  if (t)
+    gq_log_add_secret(t); /* never logged (STYLE) */
+}
+
+static void reload_token(struct gq_kclient *c)
+{
+  char err[512], *t = NULL;
+
+  if (gq_kubeconfig_read_token_file(c->cfg->token_file, &t, err,
+                                    sizeof(err)) == 0) {
+    set_token(c, t);
+    free(t);
+  } else {
+    GQ_LOG(GQ_WARN, &lc, "cannot re-read token file: %s", err);
+  }
+}
+
+static void on_token_timer(uv_timer_t *t)
+{
+  reload_token(t->data);
+}
+
+static void dispatch_waiting(struct gq_kclient *c, int rc, const char *err)
+{
+  while (c->waiting) {
+    struct kreq *r = c->waiting;
+
+    c->waiting = r->wnext;
+    r->wnext = NULL;
+    if (rc == 0) {
+      send_req(r);
+    } else {
+      struct gq_k8s_status st = {.code = 0};
+
+      snprintf(st.message, sizeof(st.message), "%s", err);
+      snprintf(st.reason, sizeof(st.reason), "Unauthorized");
+      fail_req(r, GQ_EUNAUTHORIZED, &st);
+    }
+  }
+}
+
+static void on_exec(int status, const struct gq_exec_credential *cred,
+                    const char *err, void *arg)
+{
+  struct gq_kclient *c = arg;
+
+  c->exec_running = 0;
+  if (status == 0) {
+    gq_exec_credential_release(&c->cred);
+    c->cred.token = cred->token ? gq_xstrdup(cred->token) : NULL;
+    c->cred.cert_data = cred->cert_data ? gq_xstrdup(cred->cert_data) : NULL;
+    c->cred.key_data = cred->key_data ? gq_xstrdup(cred->key_data) : NULL;
+    c->cred.expires_ms = cred->expires_ms;
+    set_token(c, c->cred.token);
+    if (c->cred.cert_data && c->cred.key_data) {
+      c->tls.cert = (const unsigned char *)c->cred.cert_data;
+      c->tls.cert_len = strlen(c->cred.cert_data);
+      c->tls.key = (const unsigned char *)c->cred.key_data;
+      c->tls.key_len = strlen(c->cred.key_data);
+    }
+  } else {
+    GQ_LOG(GQ_ERROR, &lc, "credential plugin failed: %s", err);
+  }
+  dispatch_waiting(c, status, err);
+}
+
+/* Sends r now, or after the exec plugin has produced a credential. */
+static void with_credentials(struct kreq *r)
+{
+  struct gq_kclient *c = r->c;
+  int rc;
+
+  if (!c->cfg->exec ||
+      gq_exec_credential_valid(&c->cred, gq_clock_real_ms())) {
+    send_req(r);
+    return;
+  }
+  r->wnext = c->waiting;
+  c->waiting = r;
+  if (c->exec_running)
+    return;
+  rc = gq_exec_run(c->loop, c->cfg->exec, c->cfg->server, on_exec, c);
+  if (rc == 0)
+    c->exec_running = 1;
+  else
+    dispatch_waiting(c, rc, "exec plugin could not be started");
+}
+
+/* --- requests --- */
+
+static void req_free(uv_handle_t *h)
+{
+  struct kreq *r = h->data;
+
+  free(r->method);
+  free(r->url);
+  free(r->body);
+  free(r->ctype);
+  free(r);
+}
+
+/* Ends a request: unlinks it and frees it once its timer has closed. */
+static void req_end(struct kreq *r)
+{
+  struct gq_kclient *c = r->c;
+
+  if (r->prev)
+    r->prev->next = r->next;
+  else
+    c->reqs = r->next;
+  if (r->next)
+    r->next->prev = r->prev;
+  uv_close((uv_handle_t *)&r->timer, req_free);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+  with_credentials(t->data);
+}
+
+static void later(struct kreq *r, uint64_t ms)
+{
+  uv_timer_start(&r->timer, on_timer, ms, 0);
+}
+
+/* A transport failure, worded for operators: which server, and for TLS
+ * which CA did not vouch for it. */
+static void transport_message(const struct kreq *r, int rc, const char *err,
+                              struct gq_k8s_status *st)
+{
+  const struct gq_kubeconfig *cfg = r->c->cfg;
+
+  if (strstr(err, "certificate") || strstr(err, "SSL"))
+    snprintf(st->message, sizeof(st->message),
+             "cannot verify the server %s with the CA from %s: %s",
+             cfg->server, cfg->ca_file ? cfg->ca_file
+                          : cfg->ca_data ? "the kubeconfig's "
+                                           "certificate-authority-data"
+                                         : "the system's trust store",
+             err);
+  else
+    snprintf(st->message, sizeof(st->message), "%s %s: %s (%s)", r->method,
+             r->url, err && *err ? err : gq_strerror(rc), gq_strerror(rc));
+}
+
+static void finish_req(struct kreq *r, int rc, struct gq_k8s_status *st,
+                       const json_t *obj)
+{
+  if (r->cb)
+    r->cb(rc, st, obj, r->arg);
+  req_end(r);
+}
+
+static void on_done(int rc, long status, const char *body, size_t len,
+                    const char *retry_after, const char *err, void *arg)
+{
+  struct kreq *r = arg;
+  struct gq_k8s_status st;
+  json_t *obj = NULL;
+  int64_t delay = 0;
+
+  r->call = NULL;
+  memset(&st, 0, sizeof(st));
+  if (rc == GQ_ECANCELED || r->c->closing) {
+    snprintf(st.message, sizeof(st.message), "canceled");
+    finish_req(r, GQ_ECANCELED, &st, NULL);
+    return;
+  }
+  if (rc == 0)
+    rc = gq_status_decode(status, body, len, &st);
+  else
+    transport_message(r, rc, err, &st);
+  if (rc == GQ_EUNAUTHORIZED && r->c->cfg->exec && !r->reauth++) {
+    r->c->cred.expires_ms = 1; /* expired: run the plugin again */
+    later(r, 0);
+    return;
+  }
+  if (rc != 0 && gq_should_retry(rc, r->idempotent) &&
+      r->attempt++ < r->c->o.max_retries) {
+    if (retry_after)
+      gq_retry_after_parse(retry_after, gq_clock_real_ms(), &delay);
+    later(r, gq_backoff_next_at_least(&r->bo, (uint64_t)delay));
+    return;
+  }
+  if (len)
+    obj = json_loadb(body, len, 0, NULL);
+  finish_req(r, rc, &st, obj);
+  json_decref(obj);
+}
+
+static int on_watch_chunk(const char *p, size_t n, void *arg);
+static void on_watch_done(int rc, long status, const char *body, size_t len,
+                          const char *retry_after, const char *err,
+                          void *arg);
+
+static void send_req(struct kreq *r)
+{
+  struct gq_kclient *c = r->c;
+  int64_t wait = r->admitted ? 0
+                 : gq_ratelimit_reserve(&c->rl, gq_clock_mono_ms());
+  struct gq_hclient_opts o = {
+      .method = r->method, .url = r->url, .body = r->body,
+      .body_len = r->body_len, .content_type = r->ctype, .bearer = c->token,
+      .tls = &c->tls, .timeout_ms = r->watch ? 0 : c->o.timeout_ms,
+      .max_body = c->o.max_body};
+
+  r->admitted = 1; /* reserve() took the token, now or for later */
+  if (wait > 0) { /* the token bucket says not yet */
+    later(r, (uint64_t)wait);
+    return;
+  }
+  r->admitted = 0; /* a retry of this request waits for a new token */
+  r->call = gq_hclient_do(c->http, &o, r->watch ? on_watch_chunk : NULL,
+                          r->watch ? on_watch_done : on_done, r);
+  if (!r->call) {
+    struct gq_k8s_status st = {.code = 0};
+
+    snprintf(st.message, sizeof(st.message), "client is closing");
+    finish_req(r, GQ_ECANCELED, &st, NULL);
+  }
+}
+
+/* Ends a request that never reached the server (credentials, closing). */
+static void fail_req(struct kreq *r, int rc, struct gq_k8s_status *st)
+{
+  if (r->watch) {
+    struct gq_kwatch *w = r->watch;
+
+    w->end(rc, w->rv, w->arg);
+    gq_ndjson_release(&w->framer);
+    free(w);
+    r->watch = NULL;
+    req_end(r);
+    return;
+  }
+  finish_req(r, rc, st, NULL);
+}
+
+static struct kreq *new_req(struct gq_kclient *c, const char *method,
+                            const char *path, const json_t *body,
+                            const char *ctype, gq_kclient_cb cb, void *arg)
+{
+  struct kreq *r = gq_xcalloc(1, sizeof(*r));
+
+  r->c = c;
+  r->method = gq_xstrdup(method);
+  r->url = gq_xasprintf("%s%s", c->cfg->server, path);
+  if (body) {
+    r->body = json_dumps(body, JSON_COMPACT);
+    r->body_len = strlen(r->body);
+    r->ctype = gq_xstrdup(ctype ? ctype : "application/json");
+  }
+  /* Safe to repeat: reads, and PUT/DELETE (the server applies them
+   * idempotently); POST and PATCH retry only when the server says it did
+   * not process them (429, Retry-After), as client-go does. */
+  r->idempotent = !strcmp(method, "GET") || !strcmp(method, "PUT") ||
+                  !strcmp(method, "DELETE");
+  r->cb = cb;
+  r->arg = arg;
+  gq_backoff_init(&r->bo, c->o.backoff_ms, c->o.backoff_max_ms, 2.0, 1.0, 0);
+  uv_timer_init(c->loop, &r->timer);
+  r->timer.data = r;
+  r->next = c->reqs;
+  if (r->next)
+    r->next->prev = r;
+  c->reqs = r;
+  return r;
+}
+
+int gq_kclient_request(struct gq_kclient *c, const char *method,
+                       const char *path, const json_t *body,
+                       const char *content_type, gq_kclient_cb cb, void *arg)
+{
+  if (c->closing || !cb || !path || path[0] != '/')
+    return GQ_EINVAL;
+  later(new_req(c, method, path, body, content_type, cb, arg), 0);
+  return 0;
+}
+
+int gq_kclient_get(struct gq_kclient *c, const char *path, gq_kclient_cb cb,
+                   void *arg)
+{
+  return gq_kclient_request(c, "GET", path, NULL, NULL, cb, arg);
+}
+
+int gq_kclient_create(struct gq_kclient *c, const char *collection,
+                      const json_t *obj, gq_kclient_cb cb, void *arg)
+{
+  return gq_kclient_request(c, "POST", collection, obj, NULL, cb, arg);
+}
+
+int gq_kclient_update(struct gq_kclient *c, const char *path,
+                      const json_t *obj, gq_kclient_cb cb, void *arg)
+{
+  return gq_kclient_request(c, "PUT", path, obj, NULL, cb, arg);
+}
+
+int gq_kclient_patch(struct gq_kclient *c, const char *path, const char *type,
+                     const json_t *patch, gq_kclient_cb cb, void *arg)
+{
+  const char *ct = !strcmp(type, "json") ? "application/json-patch+json"
+                   : !strcmp(type, "merge") ? "application/merge-patch+json"
+                                            : NULL;
+
+  if (!ct)
+    return GQ_EINVAL;
+  return gq_kclient_request(c, "PATCH", path, patch, ct, cb, arg);
+}
+
+int gq_kclient_delete(struct gq_kclient *c, const char *path, int64_t grace_s,
+                      const char *uid, gq_kclient_cb cb, void *arg)
+{
+  json_t *opts = json_pack("{s:s, s:s, s:s}", "kind", "DeleteOptions",
+                           "apiVersion", "v1", "propagationPolicy",
+                           "Background");
+  int rc;
+
+  if (grace_s >= 0)
+    json_object_set_new(opts, "gracePeriodSeconds", json_integer(grace_s));
+  if (uid)
+    json_object_set_new(opts, "preconditions", json_pack("{s:s}", "uid", uid));
+  rc = gq_kclient_request(c, "DELETE", path, opts, NULL, cb, arg);
+  json_decref(opts);
+  return rc;
+}
+
+int gq_kclient_evict(struct gq_kclient *c, const char *ns, const char *name,
+                     int64_t grace_s, gq_kclient_cb cb, void *arg)
+{
+  json_t *ev = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "policy/v1",
+                         "kind", "Eviction", "metadata", "name", name,
+                         "namespace", ns);
+  char path[600];
+  int rc;
+
+  if (grace_s >= 0)
+    json_object_set_new(ev, "deleteOptions",
+                        json_pack("{s:I}", "gracePeriodSeconds",
+                                  (json_int_t)grace_s));
+  snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/eviction", ns,
+           name);
+  rc = gq_kclient_request(c, "POST", path, ev, NULL, cb, arg);
+  json_decref(ev);
+  return rc;
+}
+
+/* --- lists, page by page --- */
+
+struct lister {
+  struct gq_kclient *c;
+  char *base;         /* path?selectors&limit=N */
+  json_t *items;
+  gq_kclient_cb cb;
+  void *arg;
+};
+
+/* Appends "&key=escaped(value)" (or "?") to a query being built. */
+static void query_add(struct gq_buf *b, const char *key, const char *value)
+{
+  char *esc = curl_easy_escape(NULL, value, 0);
+
+  gq_buf_printf(b, "%s%s=%s", strchr(gq_buf_str(b), '?') ? "&" : "?", key,
+                esc ? esc : "");
+  curl_free(esc);
+}
+
+static void on_page(int rc, const struct gq_k8s_status *st, const json_t *obj,
+                    void *arg)
+{
+  struct lister *l = arg;
+  const char *cont = json_string_value(
+      json_object_get(json_object_get(obj, "metadata"), "continue"));
+  const char *rv = json_string_value(
+      json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+  json_t *out;
+
+  if (rc == 0)
+    json_array_extend(l->items, json_object_get(obj, "items"));
+  if (rc == 0 && cont && *cont) {
+    struct gq_buf b;
+
+    gq_buf_init(&b, 1u << 20);
+    gq_buf_puts(&b, l->base);
+    query_add(&b, "continue", cont);
+    rc = gq_kclient_get(l->c, gq_buf_str(&b), on_page, l);
+    gq_buf_release(&b);
+    if (rc == 0)
+      return;
+  }
+  out = json_pack("{s:O, s:s}", "items", l->items, "resourceVersion",
+                  rv ? rv : "");
+  l->cb(rc, st, rc == 0 ? out : obj, l->arg);
+  json_decref(out);
+  json_decref(l->items);
+  free(l->base);
+  free(l);
+}
+
+int gq_kclient_list(struct gq_kclient *c, const char *path,
+                    const char *label_selector, const char *field_selector,
+                    long limit, gq_kclient_cb cb, void *arg)
+{
+  struct lister *l = gq_xcalloc(1, sizeof(*l));
+  struct gq_buf b;
+  char lim[32];
+  int rc;
+
+  gq_buf_init(&b, 1u << 20);
+  gq_buf_puts(&b, path);
+  if (label_selector && *label_selector)
+    query_add(&b, "labelSelector", label_selector);
+  if (field_selector && *field_selector)
+    query_add(&b, "fieldSelector", field_selector);
+  snprintf(lim, sizeof(lim), "%ld", limit > 0 ? limit : 500);
+  query_add(&b, "limit", lim);
+  l->c = c;
+  l->base = gq_buf_take(&b);
+  l->items = json_array();
+  l->cb = cb;
+  l->arg = arg;
+  rc = gq_kclient_get(c, l->base, on_page, l);
+  if (rc != 0) {
+    json_decref(l->items);
+    free(l->base);
+    free(l);
+  }
+  return rc;
+}
+
+/* --- watches --- */
+
+static int on_line(const char *line, size_t len, void *arg)
+{
+  struct gq_kwatch *w = arg;
+  enum gq_watch_type type;
+  json_t *obj = NULL;
+  char rv[64], err[256];
+  struct gq_k8s_status st;
+
+  if (gq_watch_event_decode(line, len, &type, &obj, rv, err, sizeof(err))) {
+    GQ_LOG(GQ_WARN, &lc, "%s", err);
+    w->err = GQ_EPARSE;
+    return 1;
+  }
+  if (type == GQ_WATCH_ERROR) {
+    w->err = gq_status_from_json(obj, &st);
+    json_decref(obj);
+    return 1; /* e.g. 410 Expired: the caller relists */
+  }
+  if (*rv)
+    snprintf(w->rv, sizeof(w->rv), "%s", rv);
+  if (type != GQ_WATCH_BOOKMARK)
+    w->ev(type, obj, w->arg);
+  json_decref(obj);
+  return 0;
+}
+
+static int on_watch_chunk(const char *p, size_t n, void *arg)
+{
+  struct kreq *r = arg;
+  int rc = gq_ndjson_feed(&r->watch->framer, p, n, on_line, r->watch);
+
+  if (rc < 0 && !r->watch->err)
+    r->watch->err = rc; /* an over-long line: GQ_ETOOBIG */
+  return rc != 0;
+}
+
+static void on_watch_done(int rc, long status, const char *body, size_t len,
+                          const char *retry_after, const char *err, void *arg)
+{
+  struct kreq *r = arg;
+  struct gq_kwatch *w = r->watch;
+  struct gq_k8s_status st;
+
+  (void)retry_after;
+  (void)err;
+  r->call = NULL;
+  if (w->err)
+    rc = w->err;
+  else if (rc == GQ_ECANCELED || rc < 0)
+    ; /* stopped, or the connection broke: the caller resumes */
+  else if (status != 200)
+    rc = gq_status_decode(status, body, len, &st);
+  else
+    gq_ndjson_finish(&w->framer, on_line, w);
+  fail_req(r, rc == 0 && w->err ? w->err : rc, NULL);
+}
+
+struct gq_kwatch *gq_kwatch_start(struct gq_kclient *c,
+                                  const struct gq_kwatch_opts *o,
+                                  gq_kwatch_event_cb ev, gq_kwatch_end_cb end,
+                                  void *arg)
+{
+  struct gq_kwatch *w;
+  struct gq_buf b;
+  char to[32];
+  struct kreq *r;
+
+  if (c->closing || !o->path || !ev || !end)
+    return NULL;
+  gq_buf_init(&b, 1u << 20);
+  gq_buf_puts(&b, o->path);
+  query_add(&b, "watch", "true");
+  if (o->resource_version && *o->resource_version)
+    query_add(&b, "resourceVersion", o->resource_version);
+  if (o->label_selector && *o->label_selector)
+    query_add(&b, "labelSelector", o->label_selector);
+  if (o->field_selector && *o->field_selector)
+    query_add(&b, "fieldSelector", o->field_selector);
+  if (o->bookmarks)
+    query_add(&b, "allowWatchBookmarks", "true");
+  snprintf(to, sizeof(to), "%lld",
+           (long long)(o->timeout_s > 0 ? o->timeout_s
+                                        : gq_watch_timeout_s(
+                                              (double)rand() / RAND_MAX)));
+  query_add(&b, "timeoutSeconds", to);
+  w = gq_xcalloc(1, sizeof(*w));
+  w->ev = ev;
+  w->end = end;
+  w->arg = arg;
+  snprintf(w->rv, sizeof(w->rv), "%s",
+           o->resource_version ? o->resource_version : "");
+  gq_ndjson_init(&w->framer, c->o.max_line);
+  r = new_req(c, "GET", gq_buf_str(&b), NULL, NULL, NULL, NULL);
+  gq_buf_release(&b);
+  r->watch = w;
+  w->r = r;
+  later(r, 0);
+  return w;
+}
+
+void gq_kwatch_stop(struct gq_kwatch *w)
+{
+  struct kreq *r = w->r;
+
+  if (r->call)
+    gq_hclient_cancel(r->call); /* on_watch_done ends it */
+  else if (uv_is_active((uv_handle_t *)&r->timer)) {
+    uv_timer_stop(&r->timer);
+    fail_req(r, GQ_ECANCELED, NULL);
+  }
+}
+
+/* --- the client --- */
+
+static void defaults(struct gq_kclient_opts *o)
+{
+  if (o->qps == 0)
+    o->qps = 5;
+  if (o->burst <= 0)
+    o->burst = 10;
+  if (o->max_retries <= 0)
+    o->max_retries = 10;
+  if (!o->backoff_ms)
+    o->backoff_ms = 200;
+  if (!o->backoff_max_ms)
+    o->backoff_max_ms = 30000;
+  if (o->timeout_ms <= 0)
+    o->timeout_ms = 30000;
+  if (!o->max_body)
+    o->max_body = 64u << 20;
+  if (!o->max_line)
+    o->max_line = 16u << 20;
+}
+
+static void describe_auth(struct gq_kclient *c)
+{
+  const struct gq_kubeconfig *k = c->cfg;
+
+  if (k->exec)
+    snprintf(c->auth, sizeof(c->auth), "exec plugin %s", k->exec->command);
+  else if (k->token_file)
+    snprintf(c->auth, sizeof(c->auth), "token file %s", k->token_file);
+  else if (k->token)
+    snprintf(c->auth, sizeof(c->auth), "bearer token");
+  else if (k->cert_data)
+    snprintf(c->auth, sizeof(c->auth), "client certificate");
+  else
+    snprintf(c->auth, sizeof(c->auth), "anonymous");
+}
+
+int gq_kclient_new(uv_loop_t *loop, const struct gq_kubeconfig *cfg,
+                   const struct gq_kclient_opts *opts,
+                   struct gq_kclient **out, char *err, size_t errlen)
+{
+  struct gq_kclient *c;
+
+  if (!cfg->server || !*cfg->server) {
+    snprintf(err, errlen, "%s: no server", cfg->source ? cfg->source : "config");
+    return GQ_EINVAL;
+  }
+  c = gq_xcalloc(1, sizeof(*c));
+  c->loop = loop;
+  c->cfg = cfg;
+  if (opts)
+    c->o = *opts;
+  defaults(&c->o);
+  gq_ratelimit_init(&c->rl, c->o.qps, c->o.burst, gq_clock_mono_ms());
+  c->tls = (struct gq_hclient_tls){cfg->ca_data, cfg->ca_len, cfg->insecure,
+                                   cfg->tls_server_name, cfg->cert_data,
+                                   cfg->key_data, cfg->cert_len, cfg->key_len};
+  gq_hclient_new(loop, c->o.user_agent ? c->o.user_agent : "gpuq/0.1",
+                 &c->http);
+  uv_timer_init(loop, &c->token_timer);
+  c->token_timer.data = c;
+  set_token(c, cfg->token);
+  if (cfg->token_file) {
+    reload_token(c);
+    uv_timer_start(&c->token_timer, on_token_timer, TOKEN_RELOAD_MS,
+                   TOKEN_RELOAD_MS);
+  }
+  describe_auth(c);
+  *out = c;
+  return 0;
+}
+
+const char *gq_kclient_auth_mode(const struct gq_kclient *c)
+{
+  return c->auth;
+}
+
+uv_loop_t *gq_kclient_loop(const struct gq_kclient *c)
+{
+  return c->loop;
+}
+
+const char *gq_kclient_server(const struct gq_kclient *c)
+{
+  return c->cfg->server;
+}
+
+static void on_client_closed(uv_handle_t *h)
+{
+  struct gq_kclient *c = h->data;
+
+  free(c->token);
+  gq_exec_credential_release(&c->cred);
+  free(c);
+}
+
+void gq_kclient_close(struct gq_kclient *c)
+{
+  struct gq_k8s_status st;
+
+  if (!c || c->closing)
+    return;
+  c->closing = 1;
+  memset(&st, 0, sizeof(st));
+  snprintf(st.message, sizeof(st.message), "client closed");
+  while (c->waiting) { /* waiting on the exec plugin */
+    struct kreq *r = c->waiting;
+
+    c->waiting = r->wnext;
+    fail_req(r, GQ_ECANCELED, &st);
+  }
+  for (struct kreq *r = c->reqs, *next; r; r = next) {
+    next = r->next;
+    if (!r->call && uv_is_active((uv_handle_t *)&r->timer)) {
+      uv_timer_stop(&r->timer);
+      fail_req(r, GQ_ECANCELED, &st);
+    }
+  }
+  gq_hclient_close(c->http); /* in-flight calls end with GQ_ECANCELED */
+  uv_close((uv_handle_t *)&c->token_timer, on_client_closed);
+}

@@ -1,0 +1,69 @@
+/* api/informer.h - list then watch one collection into a local store, as
+ * client-go's reflector + store + shared informer do (tools/cache).
+ *
+ * The store is keyed by "namespace/name" ("name" for cluster-scoped
+ * objects) and holds each object's JSON (with its uid and resourceVersion)
+ * and, when a decode hook is given, its typed form (api/ structs such as
+ * struct gq_gpujob), decoded once. Handlers see every change; the store's
+ * states are a subsequence of the server's (client-go's contract).
+ *
+ * After the first list the informer is synced. It then watches from the
+ * list's resourceVersion with bookmarks, resumes from the last version it
+ * saw when a watch ends or breaks, and relists on 410 Gone, synthesizing
+ * deletes for objects that vanished in the gap and updates for changed
+ * ones. Failures back off (800 ms .. 30 s, jitter, as the reflector).
+ * Loop thread only; handlers never run synchronously from start.
+ */
+#ifndef GQ_API_INFORMER_H
+#define GQ_API_INFORMER_H
+#include <jansson.h>
+
+#include "api/client.h"
+
+struct gq_informer;
+
+struct gq_informer_handlers {
+  /* Each may be NULL. Objects are borrowed, valid during the call. */
+  void (*add)(const json_t *obj, void *arg);
+  void (*update)(const json_t *old, const json_t *obj, void *arg);
+  void (*del)(const json_t *obj, void *arg);
+  void (*synced)(void *arg); /* once, after the first complete list */
+  /* Typed decoding (optional): returns a heap object or NULL with a
+   * message in err (the JSON is stored anyway); release frees it. */
+  void *(*decode)(const json_t *obj, char *err, size_t errlen);
+  void (*release)(void *typed);
+};
+
+struct gq_informer_opts {
+  const char *path;           /* collection, e.g. "/api/v1/pods" */
+  const char *label_selector; /* NULL = all */
+  const char *field_selector;
+  int64_t watch_timeout_s;    /* 0 = 5..10 min with jitter */
+};
+
+/* Starts listing; the handlers (copied) get arg. Returns the informer. */
+struct gq_informer *gq_informer_start(struct gq_kclient *c,
+                                      const struct gq_informer_opts *o,
+                                      const struct gq_informer_handlers *h,
+                                      void *arg);
+
+/* Stops watching and frees the store (handlers are not called again). */
+void gq_informer_stop(struct gq_informer *inf);
+
+/* 1 once the first list has been stored. */
+int gq_informer_synced(const struct gq_informer *inf);
+
+/* The stored JSON for key (borrowed, valid until the next change), or
+ * NULL; and its typed form (borrowed) or NULL. */
+const json_t *gq_informer_get(const struct gq_informer *inf, const char *key);
+void *gq_informer_typed(const struct gq_informer *inf, const char *key);
+
+/* Number of stored objects, and a new array of them (references). */
+size_t gq_informer_size(const struct gq_informer *inf);
+json_t *gq_informer_list(const struct gq_informer *inf);
+
+/* Counters for tests and metrics: lists done, watches started. */
+unsigned gq_informer_lists(const struct gq_informer *inf);
+unsigned gq_informer_watches(const struct gq_informer *inf);
+
+#endif

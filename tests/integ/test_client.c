@@ -1,0 +1,540 @@
+/* The Kubernetes API client against gpuq-sim (issue 5's "done when"):
+ * token, token file and exec-plugin authentication over TLS with a CA made
+ * here by the openssl tool; list with pagination; watches with bookmarks;
+ * an informer resuming after the sim closes its watches and relisting on
+ * 410 with the deletes it missed; 409 on a stale update; retries on
+ * injected 500 and 429; the rate limiter; two clients electing exactly
+ * one leader and failing over when the leader stops renewing. Every wait
+ * is for a condition, with a deadline. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <uv.h>
+
+#include "api/client.h"
+#include "api/informer.h"
+#include "api/leader.h"
+#include "base/clock.h"
+#include "base/err.h"
+#include "tests/support/fixture.h"
+#include "tests/support/proc.h"
+
+#define TOKEN "s3cret-client-token"
+
+static struct gq_test_sim sim;
+static char dir[] = "/tmp/gpuq-test-client-XXXXXX";
+static char crt[300], key[300];
+static uv_loop_t loop;
+
+static void make_cert(void)
+{
+  pid_t pid;
+  int status;
+
+  snprintf(key, sizeof(key), "%s/sim.key", dir);
+  snprintf(crt, sizeof(crt), "%s/sim.crt", dir);
+  pid = fork();
+  if (pid == 0) {
+    freopen("/dev/null", "w", stderr);
+    execlp("openssl", "openssl", "req", "-x509", "-newkey", "rsa:2048",
+           "-nodes", "-keyout", key, "-out", crt, "-days", "2", "-subj",
+           "/CN=gpuq-sim", "-addext", "subjectAltName=IP:127.0.0.1",
+           (char *)NULL);
+    _exit(127);
+  }
+  waitpid(pid, &status, 0);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static int group_setup(void **state)
+{
+  const char *args[] = {"--token", TOKEN, "--tls-cert", crt, "--tls-key",
+                        key, "--tls-ca", crt, "--watch-window", "4",
+                        "--bookmark-interval-ms", "100", NULL};
+
+  (void)state;
+  if (!mkdtemp(dir))
+    return -1;
+  make_cert();
+  uv_loop_init(&loop);
+  return gq_test_sim_start(&sim, args);
+}
+
+static int group_teardown(void **state)
+{
+  (void)state;
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
+  gq_test_rmtree(dir);
+  return gq_test_sim_stop(&sim) == 0 ? 0 : -1;
+}
+
+static void on_tick(uv_timer_t *t)
+{
+  (void)t; /* only wakes uv_run(UV_RUN_ONCE) up to check the flag */
+}
+
+/* Runs the loop until *flag is set or ms pass; returns *flag. */
+static int run_until(const int *flag, int ms)
+{
+  int64_t end = gq_clock_mono_ms() + ms;
+  uv_timer_t tick;
+
+  uv_timer_init(&loop, &tick);
+  uv_timer_start(&tick, on_tick, 20, 20);
+  while (!*flag && gq_clock_mono_ms() < end)
+    uv_run(&loop, UV_RUN_ONCE);
+  uv_close((uv_handle_t *)&tick, NULL);
+  uv_run(&loop, UV_RUN_NOWAIT);
+  return *flag;
+}
+
+struct result {
+  int done, rc;
+  char reason[64];
+  json_t *obj;
+};
+
+static void on_result(int rc, const struct gq_k8s_status *st,
+                      const json_t *obj, void *arg)
+{
+  struct result *r = arg;
+
+  r->done = 1;
+  r->rc = rc;
+  snprintf(r->reason, sizeof(r->reason), "%s", st ? st->reason : "");
+  r->obj = obj ? json_incref((json_t *)obj) : NULL;
+}
+
+static struct gq_kclient *client_for(const char *kubeconfig,
+                                     struct gq_kubeconfig *cfg,
+                                     const struct gq_kclient_opts *o)
+{
+  struct gq_kclient *c;
+  char err[1024];
+
+  if (gq_kubeconfig_load(kubeconfig, NULL, cfg, err, sizeof(err)) != 0)
+    fail_msg("%s", err);
+  if (gq_kclient_new(&loop, cfg, o, &c, err, sizeof(err)) != 0)
+    fail_msg("%s", err);
+  return c;
+}
+
+static void done_with(struct gq_kclient *c, struct gq_kubeconfig *cfg)
+{
+  gq_kclient_close(c);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  gq_kubeconfig_release(cfg);
+}
+
+/* A request that must end with want_rc. Returns the body (caller frees). */
+static json_t *call(struct gq_kclient *c, const char *method, const char *path,
+                    json_t *body, int want_rc)
+{
+  struct result r = {0};
+
+  assert_int_equal(gq_kclient_request(c, method, path, body, NULL, on_result,
+                                      &r),
+                   0);
+  json_decref(body);
+  assert_true(run_until(&r.done, 30000));
+  if (r.rc != want_rc)
+    fail_msg("%s %s: rc %s, want %s (%s)", method, path, gq_err_name(r.rc),
+             gq_err_name(want_rc), r.reason);
+  return r.obj;
+}
+
+static void sim_post(const char *path, const char *body)
+{
+  char url[300], *resp;
+
+  setenv("GQ_TEST_CAINFO", crt, 1);
+  snprintf(url, sizeof(url), "%s%s", sim.url, path);
+  gq_test_http(path[0] && !strcmp(body, "DELETE") ? "DELETE" : "POST", url,
+               !strcmp(body, "DELETE") ? NULL : body, NULL, TOKEN, &resp);
+  free(resp);
+}
+
+static void test_token_over_tls(void **state)
+{
+  struct gq_kubeconfig cfg;
+  struct gq_kclient *c = client_for(sim.kubeconfig, &cfg, NULL);
+  json_t *v;
+
+  (void)state;
+  assert_string_equal(gq_kclient_auth_mode(c), "bearer token");
+  v = call(c, "GET", "/version", NULL, 0);
+  assert_string_equal(json_string_value(json_object_get(v, "minor")), "32");
+  json_decref(v);
+  done_with(c, &cfg);
+}
+
+/* Writes a kubeconfig for the sim with the given user block (JSON). */
+static void kubeconfig_with(const char *path, const char *user)
+{
+  char *b64 = NULL;
+  json_t *kc = json_load_file(sim.kubeconfig, 0, NULL), *u;
+
+  (void)b64;
+  u = json_loads(user, 0, NULL);
+  json_object_set_new(json_array_get(json_object_get(kc, "users"), 0), "user",
+                      u);
+  json_dump_file(kc, path, 0);
+  json_decref(kc);
+}
+
+static void test_wrong_token_and_token_file(void **state)
+{
+  char path[300], tok[300], user[600];
+  struct gq_kubeconfig cfg;
+  struct gq_kclient *c;
+  FILE *f;
+
+  (void)state;
+  snprintf(path, sizeof(path), "%s/wrong.kubeconfig", dir);
+  kubeconfig_with(path, "{\"token\":\"nope\"}");
+  c = client_for(path, &cfg, NULL);
+  json_decref(call(c, "GET", "/api/v1/namespaces", NULL, GQ_EUNAUTHORIZED));
+  done_with(c, &cfg);
+  snprintf(tok, sizeof(tok), "%s/token", dir);
+  f = fopen(tok, "w");
+  fprintf(f, "%s\n", TOKEN);
+  fclose(f);
+  snprintf(user, sizeof(user), "{\"tokenFile\":\"%s\"}", tok);
+  snprintf(path, sizeof(path), "%s/file.kubeconfig", dir);
+  kubeconfig_with(path, user);
+  c = client_for(path, &cfg, NULL);
+  assert_non_null(strstr(gq_kclient_auth_mode(c), "token file"));
+  json_decref(call(c, "GET", "/api/v1/namespaces", NULL, 0));
+  done_with(c, &cfg);
+}
+
+static void test_exec_plugin(void **state)
+{
+  char script[300], path[300], user[800];
+  struct gq_kubeconfig cfg;
+  struct gq_kclient *c;
+  FILE *f;
+
+  (void)state;
+  snprintf(script, sizeof(script), "%s/cred.sh", dir);
+  f = fopen(script, "w");
+  fprintf(f, "#!/bin/sh\ncat <<EOF\n{\"apiVersion\":\"client.authentication."
+             "k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":"
+             "\"%s\",\"expirationTimestamp\":\"2099-01-01T00:00:00Z\"}}\n"
+             "EOF\n", TOKEN);
+  fclose(f);
+  chmod(script, 0700);
+  snprintf(user, sizeof(user),
+           "{\"exec\":{\"apiVersion\":\"client.authentication.k8s.io/v1\","
+           "\"command\":\"%s\",\"interactiveMode\":\"Never\"}}", script);
+  snprintf(path, sizeof(path), "%s/exec.kubeconfig", dir);
+  kubeconfig_with(path, user);
+  c = client_for(path, &cfg, NULL);
+  assert_non_null(strstr(gq_kclient_auth_mode(c), "exec plugin"));
+  json_decref(call(c, "GET", "/api/v1/namespaces", NULL, 0));
+  json_decref(call(c, "GET", "/api/v1/nodes", NULL, 0));
+  done_with(c, &cfg);
+}
+
+static void test_list_pagination(void **state)
+{
+  struct gq_kubeconfig cfg;
+  struct gq_kclient *c = client_for(sim.kubeconfig, &cfg, NULL);
+  struct result r = {0};
+  char body[200];
+
+  (void)state;
+  for (int i = 0; i < 7; i++) {
+    snprintf(body, sizeof(body), "{\"metadata\":{\"name\":\"page-%d\","
+             "\"labels\":{\"kind\":\"page\"}}}", i);
+    json_decref(call(c, "POST", "/api/v1/namespaces", json_loads(body, 0, NULL),
+                     0));
+  }
+  assert_int_equal(gq_kclient_list(c, "/api/v1/namespaces", "kind=page", NULL,
+                                   2, on_result, &r),
+                   0);
+  assert_true(run_until(&r.done, 30000));
+  assert_int_equal(r.rc, 0);
+  assert_int_equal(json_array_size(json_object_get(r.obj, "items")), 7);
+  assert_true(*json_string_value(json_object_get(r.obj, "resourceVersion")));
+  json_decref(r.obj);
+  done_with(c, &cfg);
+}
+
+struct watched {
+  int events, ended, rc;
+  char rv[64];
+};
+
+static void on_ev(enum gq_watch_type t, const json_t *obj, void *arg)
+{
+  (void)t;
+  (void)obj;
+  ((struct watched *)arg)->events++;
+}
+
+static void on_end(int rc, const char *rv, void *arg)
+{
+  struct watched *w = arg;
+
+  w->ended = 1;
+  w->rc = rc;
+  snprintf(w->rv, sizeof(w->rv), "%s", rv);
+}
+
+static void test_watch_bookmarks(void **state)
+{
+  struct gq_kubeconfig cfg;
+  struct gq_kclient *c = client_for(sim.kubeconfig, &cfg, NULL);
+  json_t *list = call(c, "GET", "/api/v1/namespaces", NULL, 0);
+  struct gq_kwatch_opts o = {"/api/v1/namespaces",
+                             json_string_value(json_object_get(
+                                 json_object_get(list, "metadata"),
+                                 "resourceVersion")),
+                             NULL, NULL, 1, 1};
+  struct watched w = {0};
+  char start_rv[64];
+
+  (void)state;
+  snprintf(start_rv, sizeof(start_rv), "%s", o.resource_version);
+  json_decref(call(c, "POST", "/api/v1/namespaces",
+                   json_loads("{\"metadata\":{\"name\":\"bm\"}}", 0, NULL), 0));
+  assert_non_null(gq_kwatch_start(c, &o, on_ev, on_end, &w));
+  assert_true(run_until(&w.ended, 30000));
+  assert_int_equal(w.rc, 0); /* the server's timeout: a normal end */
+  assert_int_equal(w.events, 1);
+  assert_string_not_equal(w.rv, start_rv); /* moved on, by events/bookmarks */
+  json_decref(list);
+  done_with(c, &cfg);
+}
+
+struct seen {
+  int synced, adds, dels;
+  char last_del[64];
+};
+
+static void inf_add(const json_t *obj, void *arg)
+{
+  (void)obj;
+  ((struct seen *)arg)->adds++;
+}
+
+static void inf_del(const json_t *obj, void *arg)
+{
+  struct seen *s = arg;
+
+  s->dels++;
+  snprintf(s->last_del, sizeof(s->last_del), "%s",
+           json_string_value(json_object_get(json_object_get(obj, "metadata"),
+                                             "name")));
+}
+
+static void inf_synced(void *arg)
+{
+  ((struct seen *)arg)->synced = 1;
+}
+
+static void test_informer_resume_and_relist(void **state)
+{
+  struct gq_kubeconfig cfg;
+  struct gq_kclient *c = client_for(sim.kubeconfig, &cfg, NULL);
+  struct gq_informer_handlers h = {inf_add, NULL, inf_del, inf_synced, NULL,
+                                   NULL};
+  struct gq_informer_opts o = {"/api/v1/namespaces", NULL, NULL, 300};
+  struct seen s = {0};
+  struct gq_informer *inf = gq_informer_start(c, &o, &h, &s);
+  int added;
+
+  (void)state;
+  json_decref(call(c, "POST", "/api/v1/namespaces",
+                   json_loads("{\"metadata\":{\"name\":\"gone-1\"}}", 0, NULL),
+                   0));
+  assert_true(run_until(&s.synced, 30000));
+  added = s.adds;
+  /* The sim closes every watch: the informer resumes without a relist. */
+  sim_post("/sim/v1/close-watches", "{}");
+  json_decref(call(c, "POST", "/api/v1/namespaces",
+                   json_loads("{\"metadata\":{\"name\":\"after-close\"}}", 0,
+                              NULL),
+                   0));
+  {
+    int want = added + 1, got = 0;
+
+    for (int t = 0; t < 1500 && !got; t++) {
+      got = s.adds >= want;
+      if (!got)
+        run_until(&got, 20);
+    }
+    assert_true(s.adds >= want);
+  }
+  assert_int_equal(gq_informer_lists(inf), 1);
+  assert_true(gq_informer_watches(inf) >= 2);
+  /* Watches fail while more changes than the window (4) happen, including
+   * a delete: the resumed watch gets 410, and the relist reports the
+   * delete it missed. */
+  sim_post("/sim/v1/faults", "{\"verb\":\"watch\",\"resource\":\"namespaces\","
+                             "\"status\":500,\"count\":-1}");
+  sim_post("/sim/v1/close-watches", "{}");
+  json_decref(call(c, "DELETE", "/api/v1/namespaces/gone-1", NULL, 0));
+  for (int i = 0; i < 6; i++) {
+    char body[100];
+
+    snprintf(body, sizeof(body), "{\"metadata\":{\"name\":\"churn-%d\"}}", i);
+    json_decref(call(c, "POST", "/api/v1/namespaces",
+                     json_loads(body, 0, NULL), 0));
+  }
+  sim_post("/sim/v1/faults", "DELETE");
+  {
+    int got = 0;
+
+    for (int t = 0; t < 1500 && !got; t++) {
+      got = !strcmp(s.last_del, "gone-1");
+      if (!got)
+        run_until(&got, 20);
+    }
+    assert_string_equal(s.last_del, "gone-1");
+  }
+  assert_int_equal(gq_informer_lists(inf), 2);
+  assert_null(gq_informer_get(inf, "gone-1"));
+  assert_non_null(gq_informer_get(inf, "churn-5"));
+  gq_informer_stop(inf);
+  done_with(c, &cfg);
+}
+
+static void test_conflict_and_retries(void **state)
+{
+  struct gq_kubeconfig cfg;
+  struct gq_kclient_opts o = {.backoff_ms = 10, .backoff_max_ms = 50};
+  struct gq_kclient *c = client_for(sim.kubeconfig, &cfg, &o);
+  json_t *ns = call(c, "GET", "/api/v1/namespaces/bm", NULL, 0);
+
+  (void)state;
+  json_object_set_new(json_object_get(ns, "metadata"), "labels",
+                      json_pack("{s:s}", "v", "1"));
+  json_decref(call(c, "PUT", "/api/v1/namespaces/bm", json_incref(ns), 0));
+  json_decref(call(c, "PUT", "/api/v1/namespaces/bm", json_incref(ns),
+                   GQ_ECONFLICT));
+  json_decref(ns);
+  sim_post("/sim/v1/faults", "{\"verb\":\"get\",\"resource\":\"namespaces\","
+                             "\"status\":500,\"count\":2}");
+  json_decref(call(c, "GET", "/api/v1/namespaces/bm", NULL, 0));
+  sim_post("/sim/v1/faults", "{\"verb\":\"create\",\"resource\":\"namespaces\","
+                             "\"status\":429,\"count\":2}");
+  json_decref(call(c, "POST", "/api/v1/namespaces",
+                   json_loads("{\"metadata\":{\"name\":\"after-429\"}}", 0,
+                              NULL),
+                   0));
+  sim_post("/sim/v1/faults", "{\"verb\":\"create\",\"resource\":\"namespaces\","
+                             "\"status\":500,\"count\":1}");
+  /* A POST is not repeated after a 500: the server may have done it. */
+  json_decref(call(c, "POST", "/api/v1/namespaces",
+                   json_loads("{\"metadata\":{\"name\":\"no-retry\"}}", 0,
+                              NULL),
+                   GQ_EUNAVAIL));
+  done_with(c, &cfg);
+}
+
+static void test_rate_limit(void **state)
+{
+  struct gq_kubeconfig cfg;
+  struct gq_kclient_opts o = {.qps = 20, .burst = 1};
+  struct gq_kclient *c = client_for(sim.kubeconfig, &cfg, &o);
+  struct result r[10];
+  int64_t t0 = gq_clock_mono_ms();
+  int all = 0;
+
+  (void)state;
+  memset(r, 0, sizeof(r));
+  for (int i = 0; i < 10; i++)
+    gq_kclient_get(c, "/version", on_result, &r[i]);
+  while (!all) {
+    all = 1;
+    for (int i = 0; i < 10; i++)
+      all &= r[i].done;
+    if (!all)
+      uv_run(&loop, UV_RUN_ONCE);
+  }
+  /* 10 requests at 20/s with a burst of 1: at least 9 x 50 ms apart. */
+  assert_true(gq_clock_mono_ms() - t0 >= 450);
+  for (int i = 0; i < 10; i++)
+    json_decref(r[i].obj);
+  done_with(c, &cfg);
+}
+
+struct cand {
+  int leading, started, stopped;
+};
+
+static void lead_start(void *arg)
+{
+  struct cand *c = arg;
+
+  c->leading = 1;
+  c->started++;
+}
+
+static void lead_stop(void *arg)
+{
+  struct cand *c = arg;
+
+  c->leading = 0;
+  c->stopped++;
+}
+
+static void test_leader_election(void **state)
+{
+  struct gq_kubeconfig ca, cb;
+  struct gq_kclient *a = client_for(sim.kubeconfig, &ca, NULL);
+  struct gq_kclient *b = client_for(sim.kubeconfig, &cb, NULL);
+  struct cand x = {0}, y = {0};
+  struct gq_leader_opts oa = {"default", "gpuq", "a", 1000, 700, 100,
+                              lead_start, lead_stop, &x, 0};
+  struct gq_leader_opts ob = {"default", "gpuq", "b", 1000, 700, 100,
+                              lead_start, lead_stop, &y, 0};
+  struct gq_leader *la = gq_leader_start(a, &oa), *lb;
+  int either = 0, other = 0;
+
+  (void)state;
+  assert_true(run_until(&x.leading, 10000));
+  lb = gq_leader_start(b, &ob);
+  /* Over a few lease durations, exactly one leads: a keeps renewing. */
+  for (int i = 0; i < 40; i++) {
+    run_until(&either, 50);
+    assert_true(x.leading + y.leading == 1);
+  }
+  assert_int_equal(y.started, 0);
+  /* a stops renewing (no release): b takes over after the lease runs out. */
+  gq_leader_stop(la);
+  assert_int_equal(x.stopped, 1);
+  assert_true(run_until(&y.leading, 10000));
+  other = gq_leader_is_leader(lb);
+  assert_true(other);
+  gq_leader_stop(lb);
+  done_with(a, &ca);
+  done_with(b, &cb);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_token_over_tls),
+      cmocka_unit_test(test_wrong_token_and_token_file),
+      cmocka_unit_test(test_exec_plugin),
+      cmocka_unit_test(test_list_pagination),
+      cmocka_unit_test(test_watch_bookmarks),
+      cmocka_unit_test(test_informer_resume_and_relist),
+      cmocka_unit_test(test_conflict_and_retries),
+      cmocka_unit_test(test_rate_limit),
+      cmocka_unit_test(test_leader_election),
+  };
+  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
