@@ -418,6 +418,45 @@ int gq_kclient_evict(struct gq_kclient *c, const char *ns, const char *name,
   return rc;
 }
 
+int gq_kclient_event(struct gq_kclient *c, const json_t *obj,
+                     const char *type, const char *reason,
+                     const char *message, const char *component,
+                     gq_kclient_cb cb, void *arg)
+{
+  const json_t *m = json_object_get(obj, "metadata");
+  const char *ns = json_string_value(json_object_get(m, "namespace"));
+  const char *name = json_string_value(json_object_get(m, "name"));
+  char ts[40], mts[40], ev_name[300], path[400];
+  json_t *ev;
+  int rc;
+
+  if (!name)
+    return GQ_EINVAL;
+  if (!ns || !*ns)
+    ns = "default"; /* events about cluster-scoped objects live there */
+  gq_time_format(gq_clock_now_ms(), ts, sizeof(ts));
+  gq_time_format_micro(gq_clock_now_ms(), mts, sizeof(mts));
+  /* Unique per event, like client-go's "<name>.<unix nanos in hex>". */
+  snprintf(ev_name, sizeof(ev_name), "%s.%llx", name,
+           (unsigned long long)gq_clock_real_ms() * 1000000ULL +
+               (unsigned long long)(rand() % 1000000));
+  ev = json_pack(
+      "{s:s, s:s, s:{s:s, s:s}, s:{s:O?, s:O?, s:s, s:s, s:O?}, s:s, s:s, "
+      "s:s, s:{s:s}, s:s, s:s, s:s, s:i}",
+      "apiVersion", "v1", "kind", "Event", "metadata", "name", ev_name,
+      "namespace", ns, "involvedObject", "apiVersion",
+      json_object_get(obj, "apiVersion"), "kind", json_object_get(obj, "kind"),
+      "name", name, "namespace", ns, "uid", json_object_get(m, "uid"), "type",
+      type, "reason", reason, "message", message, "source", "component",
+      component, "reportingComponent", component, "firstTimestamp", ts,
+      "lastTimestamp", ts, "count", 1);
+  json_object_set_new(ev, "eventTime", json_string(mts));
+  snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", ns);
+  rc = gq_kclient_create(c, path, ev, cb, arg);
+  json_decref(ev);
+  return rc;
+}
+
 /* --- lists, page by page --- */
 
 struct lister {

@@ -92,6 +92,16 @@ int gq_kclient_delete(struct gq_kclient *c, const char *path, int64_t grace_s,
 int gq_kclient_evict(struct gq_kclient *c, const char *ns, const char *name,
                      int64_t grace_s, gq_kclient_cb cb, void *arg);
 
+/* Records a core/v1 Event about obj (a stored object: its kind,
+ * apiVersion, namespace, name and uid are referenced) with type "Normal"
+ * or "Warning", a CamelCase reason and a message, from component
+ * (source.component and reportingComponent). Timestamps follow the
+ * virtual clock (base/clock.h). */
+int gq_kclient_event(struct gq_kclient *c, const json_t *obj,
+                     const char *type, const char *reason,
+                     const char *message, const char *component,
+                     gq_kclient_cb cb, void *arg);
+
 /* List every page (limit per page; 0 = 500) of a collection path with
  * optional selectors (NULL = none). The callback gets a JSON object
  * {"items": [...], "resourceVersion": "..."} as obj. */

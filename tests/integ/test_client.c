@@ -423,6 +423,22 @@ static void test_conflict_and_retries(void **state)
   json_decref(call(c, "PUT", "/api/v1/namespaces/bm", json_incref(ns), 0));
   json_decref(call(c, "PUT", "/api/v1/namespaces/bm", json_incref(ns),
                    GQ_ECONFLICT));
+  /* An event about the namespace, found by its involvedObject. */
+  {
+    struct result r = {0};
+
+    assert_int_equal(gq_kclient_event(c, ns, "Normal", "Checked",
+                                      "looked at it", "gpuq", on_result, &r),
+                     0);
+    assert_true(run_until(&r.done, 30000));
+    assert_int_equal(r.rc, 0);
+    json_decref(r.obj);
+    r.obj = call(c, "GET", "/api/v1/namespaces/default/events?fieldSelector="
+                           "involvedObject.name%3Dbm,reason%3DChecked",
+                 NULL, 0);
+    assert_int_equal(json_array_size(json_object_get(r.obj, "items")), 1);
+    json_decref(r.obj);
+  }
   json_decref(ns);
   sim_post("/sim/v1/faults", "{\"verb\":\"get\",\"resource\":\"namespaces\","
                              "\"status\":500,\"count\":2}");

@@ -308,6 +308,13 @@ static void test_replay_philly_small(void **state)
   assert_int_equal(json_object_size(json_object_get(rep, "teams")), 10);
   assert_true(json_array_size(json_object_get(
                   json_object_get(rep, "timeseries"), "t")) > 10);
+  /* For the record (issue notes): how fast the sim replayed. */
+  fprintf(stderr, "replay: %.0f virtual s in a run at %.0fx, utilization "
+          "%.3f, Jain %.3f\n",
+          json_real_value(json_object_get(rep, "virtual_seconds")),
+          json_real_value(json_object_get(rep, "replay_speed")),
+          json_real_value(json_object_get(rep, "gpu_utilization")),
+          json_real_value(json_object_get(rep, "jain_fairness")));
   json_decref(rep);
   remove(report_path);
   assert_int_equal(gq_test_sim_stop(&sim), 0);
