@@ -19,11 +19,13 @@
 int gq_validate_object(const json_t *obj, char *err, size_t errlen);
 
 /* Validates every document of every YAML or JSON file at 'path' (a file,
- * or a directory whose *.yaml, *.yml and *.json files are read in name
- * order). Writes one line per object to out ("ok   GpuJob research/llama"
- * or "FAIL GpuJob research/llama: <message>"). Returns the number of
- * invalid objects and unreadable files (0 = all good), or a negative GQ_E*
- * if path itself cannot be read (message on out). */
+ * "-" for stdin, or a directory whose *.yaml, *.yml and *.json files are
+ * read in name order); kind: List documents are validated item by item.
+ * Writes one line per object to out ("ok   GpuJob research/llama" or
+ * "FAIL GpuJob research/llama: <message>"). Returns the number of invalid
+ * objects and unreadable files (0 = all good; finding no GpuJob or
+ * TeamQuota at all counts as 1), or a negative GQ_E* if path itself
+ * cannot be read (message on out). */
 int gq_validate_path(const char *path, FILE *out);
 
 #endif

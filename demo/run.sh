@@ -12,7 +12,8 @@ cleanup() {
   [ -n "$sim_pid" ] && kill "$sim_pid" 2>/dev/null && wait "$sim_pid" 2>/dev/null
   rm -rf "$work"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT TERM # cleanup runs from the EXIT trap
 
 echo "== validating examples/ with the controller's decoders"
 ./build/kubectl-gpuq validate -f examples/

@@ -291,10 +291,10 @@ static json_t *openapi_gv(struct gq_sim *s, const char *group,
     if (k->dropped || strcmp(k->group, group) || strcmp(k->version, version))
       continue;
     found = 1;
-    snprintf(path, sizeof(path), "/%s%s%s/%s%s/%s/{name}", *group ? "apis/" : "api",
-             group, *group ? "/" : "", version,
-             k->namespaced ? "/namespaces/{namespace}" : "", k->plural);
-    if (!*group)
+    if (*group)
+      snprintf(path, sizeof(path), "/apis/%s/%s%s/%s/{name}", group, version,
+               k->namespaced ? "/namespaces/{namespace}" : "", k->plural);
+    else
       snprintf(path, sizeof(path), "/api/%s%s/%s/{name}", version,
                k->namespaced ? "/namespaces/{namespace}" : "", k->plural);
     json_object_set_new(paths, path, json_pack("{s:o}", "patch", patch_op(k)));

@@ -88,8 +88,14 @@ static int parse_args(int argc, char **argv, struct args *a)
       usage(stdout);
       exit(0);
     }
+    if (strncmp(f, "--", 2) != 0) {
+      fprintf(stderr, "gpuq-sim: unexpected argument '%s'\n", f);
+      usage(stderr);
+      return -1;
+    }
     if (!v) {
-      fprintf(stderr, "gpuq-sim: %s needs a value\n", f);
+      fprintf(stderr, "gpuq-sim: %s needs a value (or is unknown)\n", f);
+      usage(stderr);
       return -1;
     }
     i++;

@@ -382,7 +382,17 @@ static json_t *read_body(struct gq_sim_req *r)
   char err[ERRLEN], msg[ERRLEN + 64];
 
   if (gq_pb_is_protobuf(body, len)) {
-    /* kubectl sends some built-ins as protobuf (create namespace). */
+    /* kubectl sends some built-ins as protobuf. Only a namespace is all
+     * metadata; for anything else reading the metadata alone would lose
+     * the object's spec, so the sim says so instead of storing less. */
+    if (!is_core(r->k, "namespaces")) {
+      gq_sim_status(r->http, 415, "UnsupportedMediaType",
+                    "gpuq-sim reads protobuf bodies only for namespaces; "
+                    "write the object as YAML or JSON and use kubectl "
+                    "create -f or apply -f",
+                    NULL);
+      return NULL;
+    }
     obj = gq_pb_decode_meta(body, len);
     if (!obj)
       bad_request(r, "the body of the request is not a valid protobuf "
@@ -535,13 +545,42 @@ static void init_meta(struct gq_sim_req *r, json_t *obj)
     json_object_del(meta, "namespace");
 }
 
+/* A pod's QoS class (k8s.io/kubernetes/pkg/apis/core/helper/qos):
+ * BestEffort without any cpu/memory request or limit, Guaranteed when
+ * every container limits cpu and memory and requests equal limits,
+ * Burstable otherwise. */
+static const char *qos_class(const json_t *pod)
+{
+  const json_t *cs = json_object_get(json_object_get(pod, "spec"),
+                                     "containers"), *c;
+  static const char *const res[] = {"cpu", "memory"};
+  int any = 0, guaranteed = 1;
+  size_t i;
+
+  json_array_foreach((json_t *)cs, i, c) {
+    const json_t *rr = json_object_get(c, "resources");
+    const json_t *req = json_object_get(rr, "requests");
+    const json_t *lim = json_object_get(rr, "limits");
+
+    for (int k = 0; k < 2; k++) {
+      const json_t *q = json_object_get(req, res[k]);
+      const json_t *l = json_object_get(lim, res[k]);
+
+      any |= q || l;
+      if (!l || (q && !json_equal((json_t *)q, (json_t *)l)))
+        guaranteed = 0;
+    }
+  }
+  return !any ? "BestEffort" : guaranteed ? "Guaranteed" : "Burstable";
+}
+
 /* The status a new object starts with, for kinds the server resets. */
 static void init_status(struct gq_sim_req *r, json_t *obj)
 {
   if (is_core(r->k, "pods")) {
     json_object_set_new(obj, "status",
                         json_pack("{s:s, s:s}", "phase", "Pending",
-                                  "qosClass", "Burstable"));
+                                  "qosClass", qos_class(obj)));
     if (!json_object_get(json_object_get(obj, "spec"),
                          "terminationGracePeriodSeconds"))
       json_object_set_new(json_object_get(obj, "spec"),
@@ -587,9 +626,18 @@ static int choose_name(struct gq_sim_req *r, json_t *meta)
 static int namespace_exists(struct gq_sim_req *r)
 {
   struct gq_sim_kind *nsk = gq_sim_kind_find(r->s, "", "v1", "namespaces");
-  char msg[400];
+  const json_t *ns = r->k->namespaced ? gq_sim_get(nsk, NULL, r->ns) : NULL;
+  char msg[1024];
 
-  if (!r->k->namespaced || gq_sim_get(nsk, NULL, r->ns))
+  if (ns && json_object_get(json_object_get(ns, "metadata"),
+                            "deletionTimestamp")) {
+    snprintf(msg, sizeof(msg), "%s \"%s\" is forbidden: unable to create "
+             "new content in namespace %s because it is being terminated",
+             r->k->plural, r->name, r->ns);
+    gq_sim_status(r->http, 403, "Forbidden", msg, NULL);
+    return 0;
+  }
+  if (!r->k->namespaced || ns)
     return 1;
   snprintf(msg, sizeof(msg), "namespaces \"%s\" not found", r->ns);
   gq_sim_status(r->http, 404, "NotFound", msg,
@@ -768,18 +816,20 @@ static void commit_update(struct gq_sim_req *r, const json_t *cur,
     return;
   }
   keep_meta(cur, next);
+  json_object_set_new(json_object_get(next, "metadata"), "resourceVersion",
+                      json_string(cur_rv));
+  json_object_del(json_object_get(next, "metadata"), "managedFields");
+  /* Prune and default first: a change made only of unknown fields is no
+   * change at all (same resourceVersion and generation). */
+  if (validate(r, next, r->name) != 0) {
+    json_decref(next);
+    return;
+  }
   gen = json_integer_value(json_object_get(json_object_get(cur, "metadata"),
                                            "generation"));
   if (!spec_equal(cur, next))
     json_object_set_new(json_object_get(next, "metadata"), "generation",
                         json_integer(gen + 1));
-  json_object_set_new(json_object_get(next, "metadata"), "resourceVersion",
-                      json_string(cur_rv));
-  json_object_del(json_object_get(next, "metadata"), "managedFields");
-  if (validate(r, next, r->name) != 0) {
-    json_decref(next);
-    return;
-  }
   if (json_equal(next, (json_t *)cur) || dry_run(r)) {
     /* No change: same resourceVersion, no event (kubectl's "no change"). */
     reply_obj(r, 200, json_equal(next, (json_t *)cur) ? cur : next);

@@ -10,6 +10,12 @@
 #include <string.h>
 
 #define BOOKMARK_MS 10000 /* default real ms between requested bookmarks */
+/* An idle watch writes a bare newline this often (real ms). A suspended
+ * connection is not polled, so without a write a client that went away
+ * would hold its socket until the next event; the newline makes the
+ * server notice. Watch readers skip whitespace between events (kubectl's
+ * streaming JSON decoder; gpuq's NDJSON framer skips empty lines). */
+#define HEARTBEAT_MS 5000
 
 struct gq_sim_watch {
   struct gq_sim *s;
@@ -151,10 +157,16 @@ static void bookmark(struct gq_sim_watch *w)
   json_decref(obj);
 }
 
+/* The timer's next period: bookmarks when asked for, else heartbeats. */
+static uint64_t period(const struct gq_sim_watch *w)
+{
+  return w->o.bookmarks ? w->s->opts.bookmark_ms : HEARTBEAT_MS;
+}
+
 static void on_timer(uv_timer_t *t)
 {
   struct gq_sim_watch *w = t->data;
-  uint64_t now = uv_now(w->s->loop), next = w->s->opts.bookmark_ms;
+  uint64_t now = uv_now(w->s->loop), next = period(w);
 
   if (w->deadline_ms && now >= w->deadline_ms) {
     gq_http_stream_close(w->stream); /* timeoutSeconds: a normal end */
@@ -162,6 +174,8 @@ static void on_timer(uv_timer_t *t)
   }
   if (w->o.bookmarks)
     bookmark(w);
+  else if (!w->closed && gq_http_stream_write(w->stream, "\n", 1) != 0)
+    w->closed = 1;
   if (w->deadline_ms && w->deadline_ms - now < next)
     next = w->deadline_ms - now;
   uv_timer_start(&w->timer, on_timer, next, 0);
@@ -224,7 +238,6 @@ int gq_sim_watch_open(struct gq_sim *s, struct gq_http_req *req,
     return GQ_EGONE;
   if (!s->opts.bookmark_ms)
     s->opts.bookmark_ms = BOOKMARK_MS;
-  first = s->opts.bookmark_ms;
   w = gq_xcalloc(1, sizeof(*w));
   w->s = s;
   w->o = *o;
@@ -232,13 +245,13 @@ int gq_sim_watch_open(struct gq_sim *s, struct gq_http_req *req,
   w->o.ns = NULL;
   uv_timer_init(s->loop, &w->timer);
   w->timer.data = w;
+  first = period(w);
   if (o->timeout_s > 0) {
     w->deadline_ms = uv_now(s->loop) + (uint64_t)o->timeout_s * 1000;
     if ((uint64_t)o->timeout_s * 1000 < first)
       first = (uint64_t)o->timeout_s * 1000;
   }
-  if (o->timeout_s > 0 || o->bookmarks)
-    uv_timer_start(&w->timer, on_timer, first, 0);
+  uv_timer_start(&w->timer, on_timer, first, 0);
   w->stream = gq_http_stream_open(req, "application/json", on_gone, w);
   w->next = s->watches;
   if (w->next)
