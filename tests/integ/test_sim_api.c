@@ -16,6 +16,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "tests/support/fixture.h"
 #include "tests/support/proc.h"
 
 static struct gq_test_sim sim;
@@ -273,6 +274,44 @@ static void test_generate_name_dry_run_preconditions(void **state)
   json_decref(j);
 }
 
+static void test_terminating_namespace(void **state)
+{
+  char body[1024];
+  json_t *j;
+
+  (void)state;
+  mkns("term", "t");
+  snprintf(body, sizeof(body), job, "held2", "\"example.com/hold\"");
+  json_decref(call("POST", "/apis/gpuq.dev/v1alpha1/namespaces/term/gpujobs",
+                   body, NULL, 201, NULL));
+  json_decref(call("DELETE", "/api/v1/namespaces/term", NULL, NULL, 200,
+                   NULL));
+  /* Content cannot be added while it terminates (a real server's 403). */
+  snprintf(body, sizeof(body), job, "late", "");
+  j = call("POST", "/apis/gpuq.dev/v1alpha1/namespaces/term/gpujobs", body,
+           NULL, 403, NULL);
+  assert_non_null(strstr(json_string_value(json_object_get(j, "message")),
+                         "because it is being terminated"));
+  json_decref(j);
+  /* Once the finalizer goes, the job goes, and then the namespace. */
+  json_decref(call("PATCH", "/apis/gpuq.dev/v1alpha1/namespaces/term/gpujobs/"
+                            "held2",
+                   "{\"metadata\":{\"finalizers\":null}}",
+                   "application/merge-patch+json", 200, NULL));
+  for (int t = 0; t < 250; t++) {
+    char url[300], *resp;
+    int code;
+
+    snprintf(url, sizeof(url), "%s/api/v1/namespaces/term", sim.url);
+    code = gq_test_http("GET", url, NULL, NULL, NULL, &resp);
+    free(resp);
+    if (code == 404)
+      return;
+    gq_test_sleep_ms(20);
+  }
+  fail_msg("namespace 'term' was never removed");
+}
+
 static void test_server_side_apply(void **state)
 {
   char body[1024];
@@ -421,6 +460,7 @@ int main(void)
       cmocka_unit_test(test_patch_without_change_keeps_version),
       cmocka_unit_test(test_finalizers_and_cascade),
       cmocka_unit_test(test_generate_name_dry_run_preconditions),
+      cmocka_unit_test(test_terminating_namespace),
       cmocka_unit_test(test_server_side_apply),
       cmocka_unit_test(test_events_two_views),
       cmocka_unit_test(test_crd_created_through_api),
