@@ -1,0 +1,193 @@
+/* queue/queue.c - the Redis data model and its scripts (see queue.h). */
+#include "queue/queue.h"
+
+#include "base/alloc.h"
+#include "base/err.h"
+#include "gq_scripts.h" /* generated from the .lua files in queue/scripts */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KEY_MAX 512
+
+static const struct gq_rq_script scripts[] = {
+    {"enqueue", GQ_LUA_ENQUEUE}, {"admit", GQ_LUA_ADMIT},
+    {"release", GQ_LUA_RELEASE}, {"requeue", GQ_LUA_REQUEUE},
+    {"remove", GQ_LUA_REMOVE},   {"position", GQ_LUA_POSITION},
+};
+
+const struct gq_rq_script *gq_queue_scripts(size_t *n)
+{
+  *n = sizeof(scripts) / sizeof(scripts[0]);
+  return scripts;
+}
+
+int gq_queue_member(int32_t priority, int64_t queued_ms, const char *uid,
+                    char *buf, size_t len)
+{
+  uint32_t inv = (uint32_t)((int64_t)INT32_MAX - (int64_t)priority);
+  int n;
+
+  if (queued_ms < 0 || queued_ms >= (1LL << 52))
+    return GQ_EINVAL;
+  n = snprintf(buf, len, "%08x%013llx%s", inv, (unsigned long long)queued_ms,
+               uid);
+  return n < 0 || (size_t)n >= len ? GQ_ETOOBIG : n;
+}
+
+const char *gq_queue_member_uid(const char *member)
+{
+  return strlen(member) > GQ_QUEUE_MEMBER_HEX ? member + GQ_QUEUE_MEMBER_HEX
+                                              : NULL;
+}
+
+void gq_queue_init(struct gq_queue *q, struct gq_rq *rq, const char *prefix)
+{
+  q->rq = rq;
+  snprintf(q->prefix, sizeof(q->prefix), "%s", prefix ? prefix : "gpuq");
+}
+
+char *gq_queue_key(const struct gq_queue *q, const char *cohort,
+                   const char *team, const char *what, const char *id,
+                   char *buf, size_t len)
+{
+  int own = !cohort || !*cohort; /* no cohort: the team is its own tag */
+
+  snprintf(buf, len, "%s:{%s%s}:%s%s%s", q->prefix, own ? "~" : "",
+           own ? team : cohort, what, id ? ":" : "", id ? id : "");
+  return buf;
+}
+
+struct call {
+  gq_queue_cb cb;
+  void *arg;
+};
+
+/* Decodes the scripts' {state, value} (or a bare integer) replies. */
+static void on_reply(struct gq_rq *r, int status,
+                     const struct gq_rq_reply *rep, void *arg)
+{
+  struct call *c = arg;
+  const char *state = "";
+  long long value = 0;
+
+  (void)r;
+  if (status == 0 && rep->type == GQ_RQ_ERROR)
+    status = GQ_EIO;
+  if (status == 0 && rep->type == GQ_RQ_INTEGER)
+    value = rep->integer;
+  if (status == 0 && rep->type == GQ_RQ_ARRAY && rep->n == 2) {
+    state = rep->elem[0]->str ? rep->elem[0]->str : "";
+    value = rep->elem[1]->type == GQ_RQ_INTEGER
+                ? rep->elem[1]->integer
+                : rep->elem[1]->str ? strtoll(rep->elem[1]->str, NULL, 10)
+                                    : 0;
+  }
+  c->cb(status, state, value, c->arg);
+  free(c);
+}
+
+static int eval(struct gq_queue *q, const char *script, int nkeys,
+                const char **keys, int nargs, const char **args,
+                gq_queue_cb cb, void *arg)
+{
+  struct call *c = gq_xcalloc(1, sizeof(*c));
+  int rc;
+
+  c->cb = cb;
+  c->arg = arg;
+  rc = gq_rq_eval(q->rq, script, nkeys, keys, nargs, args, on_reply, c);
+  if (rc != 0)
+    free(c);
+  return rc;
+}
+
+int gq_queue_enqueue(struct gq_queue *q, const struct gq_qjob *j,
+                     gq_queue_cb cb, void *arg)
+{
+  char kjob[KEY_MAX], kq[KEY_MAX], member[320], qt[32];
+  const char *keys[2] = {kjob, kq};
+  const char *args[6];
+  int rc = gq_queue_member(j->priority, j->queued_ms, j->uid, member,
+                           sizeof(member));
+
+  if (rc < 0)
+    return rc;
+  snprintf(qt, sizeof(qt), "%lld", (long long)j->queued_ms);
+  gq_queue_key(q, j->cohort, j->team, "job", j->uid, kjob, sizeof(kjob));
+  gq_queue_key(q, j->cohort, j->team, "q", j->team, kq, sizeof(kq));
+  args[0] = j->uid;
+  args[1] = j->team;
+  args[2] = j->ns ? j->ns : "";
+  args[3] = j->name ? j->name : "";
+  args[4] = member;
+  args[5] = qt;
+  return eval(q, "enqueue", 2, keys, 6, args, cb, arg);
+}
+
+int gq_queue_admit(struct gq_queue *q, const char *cohort, const char *team,
+                   const char *uid, long attempt, const char *flavor,
+                   long long gpus, long long expected_ver, gq_queue_cb cb,
+                   void *arg)
+{
+  char k[5][KEY_MAX], id[320], ver[32], g[32], att[32];
+  const char *keys[5] = {k[0], k[1], k[2], k[3], k[4]};
+  const char *args[4] = {ver, flavor, g, att};
+
+  snprintf(id, sizeof(id), "%s:%ld", uid, attempt);
+  snprintf(ver, sizeof(ver), "%lld", expected_ver);
+  snprintf(g, sizeof(g), "%lld", gpus);
+  snprintf(att, sizeof(att), "%ld", attempt);
+  gq_queue_key(q, cohort, team, "ver", NULL, k[0], KEY_MAX);
+  gq_queue_key(q, cohort, team, "job", uid, k[1], KEY_MAX);
+  gq_queue_key(q, cohort, team, "q", team, k[2], KEY_MAX);
+  gq_queue_key(q, cohort, team, "adm", id, k[3], KEY_MAX);
+  gq_queue_key(q, cohort, team, "use", team, k[4], KEY_MAX);
+  return eval(q, "admit", 5, keys, 4, args, cb, arg);
+}
+
+int gq_queue_release(struct gq_queue *q, const char *cohort, const char *team,
+                     const char *uid, long attempt, gq_queue_cb cb, void *arg)
+{
+  char k[3][KEY_MAX], id[320];
+  const char *keys[3] = {k[0], k[1], k[2]};
+
+  snprintf(id, sizeof(id), "%s:%ld", uid, attempt);
+  gq_queue_key(q, cohort, team, "ver", NULL, k[0], KEY_MAX);
+  gq_queue_key(q, cohort, team, "adm", id, k[1], KEY_MAX);
+  gq_queue_key(q, cohort, team, "use", team, k[2], KEY_MAX);
+  return eval(q, "release", 3, keys, 0, NULL, cb, arg);
+}
+
+/* The job-and-queue scripts share their keys. */
+static int job_script(struct gq_queue *q, const char *script,
+                      const char *cohort, const char *team, const char *uid,
+                      gq_queue_cb cb, void *arg)
+{
+  char kjob[KEY_MAX], kq[KEY_MAX];
+  const char *keys[2] = {kjob, kq};
+
+  gq_queue_key(q, cohort, team, "job", uid, kjob, sizeof(kjob));
+  gq_queue_key(q, cohort, team, "q", team, kq, sizeof(kq));
+  return eval(q, script, 2, keys, 0, NULL, cb, arg);
+}
+
+int gq_queue_requeue(struct gq_queue *q, const char *cohort, const char *team,
+                     const char *uid, gq_queue_cb cb, void *arg)
+{
+  return job_script(q, "requeue", cohort, team, uid, cb, arg);
+}
+
+int gq_queue_remove(struct gq_queue *q, const char *cohort, const char *team,
+                    const char *uid, gq_queue_cb cb, void *arg)
+{
+  return job_script(q, "remove", cohort, team, uid, cb, arg);
+}
+
+int gq_queue_position(struct gq_queue *q, const char *cohort,
+                      const char *team, const char *uid, gq_queue_cb cb,
+                      void *arg)
+{
+  return job_script(q, "position", cohort, team, uid, cb, arg);
+}

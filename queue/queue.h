@@ -1,0 +1,111 @@
+/* queue/queue.h - gpuq's queues and quota ledger in Redis (DESIGN §4, §6).
+ *
+ * Keys, all under one prefix and tagged with the cohort so that every key a
+ * script touches hashes to one Redis Cluster slot ("{cohort}"; a team
+ * without a cohort is its own tag "~team", which no DNS name can be):
+ *   P:{C}:q:<team>        sorted set: the team's queued jobs
+ *   P:{C}:job:<uid>       hash: team, ns, name, member, qt, state, attempt
+ *   P:{C}:adm:<uid>:<n>   hash: an admission (flavor, gpus, team) of attempt n
+ *   P:{C}:use:<team>      hash: flavor -> GPUs admitted (from admissions)
+ *   P:{C}:ver             integer: the cohort ledger's version
+ * Jobs are keyed by uid: a deleted and recreated job is a different job.
+ *
+ * Order within a team: priority (high first), then queue time (early
+ * first), then uid. All members score 0 and sort by their bytes (Redis
+ * orders equal scores lexicographically), and the member spells the three
+ * out in fixed-width hex, so the order is exact where double scores would
+ * collide past 2^53 (STYLE pitfall 13).
+ *
+ * Every state change is one Lua script (the .lua files in queue/scripts, loaded at
+ * connect and reloaded on NOSCRIPT by queue/rq.c). Quota arithmetic is
+ * not in Lua: the controller decides in C (queue/quota.c) on its copy of
+ * the ledger, and the admit script applies the decision only if the
+ * cohort's version is still the one decided on.
+ *
+ * Loop thread only; callbacks run exactly once, never synchronously.
+ */
+#ifndef GQ_QUEUE_QUEUE_H
+#define GQ_QUEUE_QUEUE_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "queue/rq.h"
+
+#define GQ_QUEUE_MEMBER_HEX 21 /* 8 priority + 13 queue-time hex digits */
+
+struct gq_queue {
+  struct gq_rq *rq;  /* borrowed */
+  char prefix[64];
+};
+
+/* A job to queue (strings borrowed for the call). */
+struct gq_qjob {
+  const char *uid, *team, *ns, *name;
+  const char *cohort;  /* NULL or "": the team has none */
+  int32_t priority;
+  int64_t queued_ms;   /* Unix ms of its first queueing (kept on requeue) */
+};
+
+/* The scripts gq_rq_new() must preload (static array of *n). */
+const struct gq_rq_script *gq_queue_scripts(size_t *n);
+
+/* Writes the sort member of a job into buf: 8 hex digits of
+ * (INT32_MAX - priority) as uint32, 13 of the queue time in ms, then the
+ * uid. Returns its length, or GQ_EINVAL (negative time, or over 2^52 ms),
+ * GQ_ETOOBIG (buf too small). */
+int gq_queue_member(int32_t priority, int64_t queued_ms, const char *uid,
+                    char *buf, size_t len);
+
+/* The uid part of a member (borrowed), or NULL if it is malformed. */
+const char *gq_queue_member_uid(const char *member);
+
+/* Sets up q on rq with a key prefix (NULL = "gpuq"). */
+void gq_queue_init(struct gq_queue *q, struct gq_rq *rq, const char *prefix);
+
+/* Outcome of a queue operation: rc 0 with the script's state word and
+ * number (see each function), or a negative GQ_E* (GQ_EUNAVAIL while
+ * Redis is down, GQ_ECLOSED, GQ_ETIMEDOUT, GQ_EIO for an error reply). */
+typedef void (*gq_queue_cb)(int rc, const char *state, long long value,
+                            void *arg);
+
+/* Queues j if it is unknown (idempotent: a known job keeps its place and
+ * state). state "queued" or "admitted". */
+int gq_queue_enqueue(struct gq_queue *q, const struct gq_qjob *j,
+                     gq_queue_cb cb, void *arg);
+
+/* Admits attempt of a queued job for gpus of flavor if the cohort's ledger
+ * version is still expected_ver. state "ok" (value = the new version),
+ * "stale" (value = the current version: re-read and decide again), "dup"
+ * (this attempt was admitted already), "missing" (not queued). */
+int gq_queue_admit(struct gq_queue *q, const char *cohort, const char *team,
+                   const char *uid, long attempt, const char *flavor,
+                   long long gpus, long long expected_ver, gq_queue_cb cb,
+                   void *arg);
+
+/* Releases an admission, exactly once: state "released" (value = new
+ * version) or "absent" (already released; nothing changed). */
+int gq_queue_release(struct gq_queue *q, const char *cohort, const char *team,
+                     const char *uid, long attempt, gq_queue_cb cb, void *arg);
+
+/* Puts an admitted job back at its original place: state "queued" or
+ * "missing". */
+int gq_queue_requeue(struct gq_queue *q, const char *cohort, const char *team,
+                     const char *uid, gq_queue_cb cb, void *arg);
+
+/* Forgets a job: value 1 if it was known. */
+int gq_queue_remove(struct gq_queue *q, const char *cohort, const char *team,
+                    const char *uid, gq_queue_cb cb, void *arg);
+
+/* A queued job's 1-based position in its team's queue (O(log n)); value
+ * 0 if it is not queued. */
+int gq_queue_position(struct gq_queue *q, const char *cohort,
+                      const char *team, const char *uid, gq_queue_cb cb,
+                      void *arg);
+
+/* Writes a key of the model into buf ("what" is "q", "use" with id =
+ * team, "job" with id = uid, "ver" without id). Returns buf. */
+char *gq_queue_key(const struct gq_queue *q, const char *cohort,
+                   const char *team, const char *what, const char *id,
+                   char *buf, size_t len);
+
+#endif

@@ -1,0 +1,282 @@
+/* The Redis queue and ledger scripts against a real redis-server: order
+ * and ties, idempotent enqueue, admission with the ledger version (two
+ * clients racing for the last GPUs never both succeed), release exactly
+ * once (a double release leaves usage unchanged), requeue at the original
+ * place, positions, and survival of SCRIPT FLUSH. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <uv.h>
+
+#include "base/clock.h"
+#include "base/err.h"
+#include "queue/queue.h"
+#include "tests/support/redis.h"
+
+static struct gq_test_redis redis;
+static uv_loop_t loop;
+static struct gq_rq *rq;
+static struct gq_queue q;
+
+static int ready_flag;
+
+static void on_state(struct gq_rq *r, int ready, const char *why, void *arg)
+{
+  (void)r;
+  (void)why;
+  (void)arg;
+  ready_flag = ready;
+}
+
+static void run_until(const int *flag)
+{
+  int64_t end = gq_clock_mono_ms() + 20000;
+
+  while (!*flag && gq_clock_mono_ms() < end)
+    uv_run(&loop, UV_RUN_ONCE);
+  assert_true(*flag);
+}
+
+static int setup(void **state)
+{
+  struct gq_rq_opts o = {0};
+
+  (void)state;
+  if (gq_test_redis_start(&redis, NULL) != 0)
+    return -1;
+  uv_loop_init(&loop);
+  o.url = redis.url;
+  o.scripts = gq_queue_scripts(&o.nscripts);
+  o.on_state = on_state;
+  rq = gq_rq_new(&loop, &o);
+  gq_queue_init(&q, rq, "t");
+  run_until(&ready_flag);
+  return 0;
+}
+
+static int teardown(void **state)
+{
+  (void)state;
+  gq_rq_close(rq);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
+  gq_test_redis_stop(&redis);
+  return 0;
+}
+
+struct out {
+  int done, rc;
+  char state[32];
+  long long value;
+};
+
+static void on_done(int rc, const char *state, long long value, void *arg)
+{
+  struct out *o = arg;
+
+  o->done = 1;
+  o->rc = rc;
+  snprintf(o->state, sizeof(o->state), "%s", state);
+  o->value = value;
+}
+
+#define WAIT(call, o)                                                        \
+  do {                                                                       \
+    memset(&(o), 0, sizeof(o));                                              \
+    assert_int_equal((call), 0);                                             \
+    run_until(&(o).done);                                                    \
+    assert_int_equal((o).rc, 0);                                             \
+  } while (0)
+
+static void enqueue(const char *uid, int32_t prio, int64_t qt)
+{
+  struct gq_qjob j = {uid, "team-a", "ns", uid, "ml", prio, qt};
+  struct out o;
+
+  WAIT(gq_queue_enqueue(&q, &j, on_done, &o), o);
+  assert_string_equal(o.state, "queued");
+}
+
+static long long position(const char *uid)
+{
+  struct out o;
+
+  WAIT(gq_queue_position(&q, "ml", "team-a", uid, on_done, &o), o);
+  return o.value;
+}
+
+static void test_member_encoding(void **state)
+{
+  char a[128], b[128];
+
+  (void)state;
+  /* Higher priority sorts first; then earlier queue time; then uid. */
+  gq_queue_member(10, 5000, "u", a, sizeof(a));
+  gq_queue_member(9, 1000, "u", b, sizeof(b));
+  assert_true(strcmp(a, b) < 0);
+  gq_queue_member(INT32_MIN, 0, "u", a, sizeof(a));
+  gq_queue_member(INT32_MAX, (1LL << 52) - 1, "u", b, sizeof(b));
+  assert_true(strcmp(b, a) < 0);
+  assert_string_equal(a, "ffffffff0000000000000u");
+  assert_string_equal(gq_queue_member_uid(a), "u");
+  /* Times that collide as doubles (beyond 2^53 us) stay distinct here. */
+  gq_queue_member(0, 4503599627370494LL, "x", a, sizeof(a));
+  gq_queue_member(0, 4503599627370495LL, "x", b, sizeof(b));
+  assert_true(strcmp(a, b) < 0);
+  assert_int_equal(gq_queue_member(0, -1, "x", a, sizeof(a)), GQ_EINVAL);
+  assert_int_equal(gq_queue_member(0, 1, "x", a, 10), GQ_ETOOBIG);
+}
+
+static void test_order_and_ties(void **state)
+{
+  (void)state;
+  enqueue("j-late-low", 0, 3000);
+  enqueue("j-early-low", 0, 1000);
+  enqueue("j-high", 100, 9000);
+  enqueue("j-tie-b", 0, 2000);
+  enqueue("j-tie-a", 0, 2000);
+  enqueue("j-neg", -5, 0);
+  assert_int_equal(position("j-high"), 1);
+  assert_int_equal(position("j-early-low"), 2);
+  assert_int_equal(position("j-tie-a"), 3); /* equal: by uid */
+  assert_int_equal(position("j-tie-b"), 4);
+  assert_int_equal(position("j-late-low"), 5);
+  assert_int_equal(position("j-neg"), 6);
+  /* Enqueue again (a restart, a repeated event): nothing moves. */
+  enqueue("j-neg", 1000, 1);
+  assert_int_equal(position("j-neg"), 6);
+  assert_int_equal(position("nobody"), 0);
+}
+
+static long long usage(void)
+{
+  char key[256], *v;
+  long long n;
+
+  gq_queue_key(&q, "ml", "team-a", "use", "team-a", key, sizeof(key));
+  v = gq_test_redis_cmd(&redis, "HGET %s %s", key, "A100");
+  n = strcmp(v, "(nil)") ? atoll(v) : 0;
+  free(v);
+  return n;
+}
+
+static void test_admit_release_exactly_once(void **state)
+{
+  struct out o, p;
+  long long ver;
+
+  (void)state;
+  WAIT(gq_queue_admit(&q, "ml", "team-a", "j-high", 1, "A100", 8, 0, on_done,
+                      &o),
+       o);
+  assert_string_equal(o.state, "ok");
+  ver = o.value;
+  assert_int_equal(usage(), 8);
+  assert_int_equal(position("j-high"), 0);   /* left the queue */
+  assert_int_equal(position("j-early-low"), 1);
+  WAIT(gq_queue_admit(&q, "ml", "team-a", "j-high", 1, "A100", 8, ver,
+                      on_done, &o),
+       o);
+  assert_string_equal(o.state, "dup");      /* same attempt: once */
+  WAIT(gq_queue_release(&q, "ml", "team-a", "j-high", 1, on_done, &o), o);
+  assert_string_equal(o.state, "released");
+  assert_int_equal(usage(), 0);
+  WAIT(gq_queue_release(&q, "ml", "team-a", "j-high", 1, on_done, &p), p);
+  assert_string_equal(p.state, "absent");   /* double release: no change */
+  assert_int_equal(usage(), 0);
+  /* A decision on an old ledger is refused. */
+  WAIT(gq_queue_admit(&q, "ml", "team-a", "j-early-low", 1, "A100", 1, ver,
+                      on_done, &o),
+       o);
+  assert_string_equal(o.state, "stale");
+  assert_int_equal(o.value, p.value); /* the current version, to re-read */
+}
+
+static void test_racing_admissions(void **state)
+{
+  struct out a, b, v;
+  long long ver;
+
+  (void)state;
+  /* Learn the current version with a refused admission. */
+  WAIT(gq_queue_admit(&q, "ml", "team-a", "j-tie-a", 1, "A100", 8, -1,
+                      on_done, &v),
+       v);
+  ver = v.value;
+  memset(&a, 0, sizeof(a));
+  memset(&b, 0, sizeof(b));
+  /* Two deciders saw the same ledger and both want the last 8 GPUs. */
+  assert_int_equal(gq_queue_admit(&q, "ml", "team-a", "j-tie-a", 1, "A100", 8,
+                                  ver, on_done, &a),
+                   0);
+  assert_int_equal(gq_queue_admit(&q, "ml", "team-a", "j-tie-b", 1, "A100", 8,
+                                  ver, on_done, &b),
+                   0);
+  run_until(&a.done);
+  run_until(&b.done);
+  assert_true((!strcmp(a.state, "ok")) + (!strcmp(b.state, "ok")) == 1);
+  assert_int_equal(usage(), 8);
+}
+
+static void test_requeue_keeps_place(void **state)
+{
+  struct out o;
+
+  (void)state;
+  /* j-tie-a is admitted (previous test); preempted, it goes back ahead of
+   * the jobs queued after it. */
+  WAIT(gq_queue_requeue(&q, "ml", "team-a", "j-tie-a", on_done, &o), o);
+  assert_string_equal(o.state, "queued");
+  assert_int_equal(position("j-tie-a"), 2);
+  WAIT(gq_queue_release(&q, "ml", "team-a", "j-tie-a", 1, on_done, &o), o);
+  assert_int_equal(usage(), 0);
+}
+
+static void test_scripts_survive_flush(void **state)
+{
+  char *r = gq_test_redis_cmd(&redis, "SCRIPT FLUSH");
+  struct out o;
+
+  (void)state;
+  free(r);
+  assert_int_equal(position("j-tie-a"), 2); /* NOSCRIPT: reloaded, retried */
+  WAIT(gq_queue_remove(&q, "ml", "team-a", "j-tie-a", on_done, &o), o);
+  assert_int_equal(o.value, 1);
+  assert_int_equal(position("j-tie-a"), 0);
+  WAIT(gq_queue_remove(&q, "ml", "team-a", "j-tie-a", on_done, &o), o);
+  assert_int_equal(o.value, 0);
+}
+
+static void test_keys_carry_cohort_tag(void **state)
+{
+  char k[256];
+
+  (void)state;
+  assert_string_equal(gq_queue_key(&q, "ml", "team-a", "q", "team-a", k,
+                                   sizeof(k)),
+                      "t:{ml}:q:team-a");
+  assert_string_equal(gq_queue_key(&q, NULL, "solo", "use", "solo", k,
+                                   sizeof(k)),
+                      "t:{~solo}:use:solo");
+  assert_string_equal(gq_queue_key(&q, "ml", "x", "ver", NULL, k, sizeof(k)),
+                      "t:{ml}:ver");
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_member_encoding),
+      cmocka_unit_test(test_order_and_ties),
+      cmocka_unit_test(test_admit_release_exactly_once),
+      cmocka_unit_test(test_racing_admissions),
+      cmocka_unit_test(test_requeue_keeps_place),
+      cmocka_unit_test(test_scripts_survive_flush),
+      cmocka_unit_test(test_keys_carry_cohort_tag),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
