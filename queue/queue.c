@@ -15,6 +15,7 @@ static const struct gq_rq_script scripts[] = {
     {"enqueue", GQ_LUA_ENQUEUE}, {"admit", GQ_LUA_ADMIT},
     {"release", GQ_LUA_RELEASE}, {"requeue", GQ_LUA_REQUEUE},
     {"remove", GQ_LUA_REMOVE},   {"position", GQ_LUA_POSITION},
+    {"rebuild", GQ_LUA_REBUILD},
 };
 
 const struct gq_rq_script *gq_queue_scripts(size_t *n)

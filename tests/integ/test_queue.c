@@ -16,6 +16,7 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "queue/queue.h"
+#include "queue/rebuild.h"
 #include "tests/support/redis.h"
 
 static struct gq_test_redis redis;
@@ -267,6 +268,127 @@ static void test_keys_carry_cohort_tag(void **state)
                       "t:{ml}:ver");
 }
 
+struct rbout {
+  int done, rc;
+  struct gq_rb_drift d;
+};
+
+static void on_rb(int rc, const struct gq_rb_drift *d, void *arg)
+{
+  struct rbout *o = arg;
+
+  o->done = 1;
+  o->rc = rc;
+  o->d = *d;
+}
+
+static const char *const rb_teams[] = {"team-x", "team-y"};
+static const struct gq_rb_job rb_jobs[] = {
+    {"r1", "team-x", "ns", "r1", 5, 100, 1, 1},
+    {"r2", "team-x", "ns", "r2", 1, 200, 0, 0},
+    {"r3", "team-x", "ns", "r3", 1, 150, 0, 0},
+    {"r4", "team-y", "ns", "r4", 0, 300, 0, 0},
+};
+static const struct gq_rb_adm rb_adms[] = {{"r1", "team-x", "A100", 1, 4}};
+
+static struct gq_rb_drift rebuild(int repair)
+{
+  struct rbout o;
+
+  memset(&o, 0, sizeof(o));
+  assert_int_equal(gq_queue_rebuild(&q, "rb", rb_teams, 2, rb_jobs, 4,
+                                    rb_adms, 1, repair, on_rb, &o),
+                   0);
+  run_until(&o.done);
+  assert_int_equal(o.rc, 0);
+  return o.d;
+}
+
+static long long pos_in(const char *team, const char *uid)
+{
+  struct out o;
+
+  WAIT(gq_queue_position(&q, "rb", team, uid, on_done, &o), o);
+  return o.value;
+}
+
+static long long use_of(const char *team)
+{
+  char key[256], *v;
+  long long n;
+
+  gq_queue_key(&q, "rb", team, "use", team, key, sizeof(key));
+  v = gq_test_redis_cmd(&redis, "HGET %s %s", key, "A100");
+  n = strcmp(v, "(nil)") ? atoll(v) : 0;
+  free(v);
+  return n;
+}
+
+static void test_rebuild_and_drift(void **state)
+{
+  struct gq_qjob j;
+  struct gq_rb_drift d;
+  struct out o;
+  char key[256], *r;
+
+  (void)state;
+  /* The state the scripts build as jobs come and one is admitted. */
+  for (size_t i = 0; i < 4; i++) {
+    j = (struct gq_qjob){rb_jobs[i].uid, rb_jobs[i].team, "ns",
+                         rb_jobs[i].name, "rb", rb_jobs[i].priority,
+                         rb_jobs[i].queued_ms};
+    WAIT(gq_queue_enqueue(&q, &j, on_done, &o), o);
+  }
+  WAIT(gq_queue_admit(&q, "rb", "team-x", "r1", 1, "A100", 4, -1, on_done, &o),
+       o); /* learn the version */
+  WAIT(gq_queue_admit(&q, "rb", "team-x", "r1", 1, "A100", 4, o.value,
+                      on_done, &o),
+       o);
+  assert_string_equal(o.state, "ok");
+  assert_int_equal(pos_in("team-x", "r3"), 1);
+  assert_int_equal(pos_in("team-x", "r2"), 2);
+  /* The objects agree with it: no drift. */
+  d = rebuild(0);
+  assert_int_equal(d.jobs_missing + d.jobs_extra + d.jobs_changed, 0);
+  assert_int_equal(d.adms_missing + d.adms_extra + d.gpus_diff, 0);
+  assert_true(d.keys_read >= 6);
+  /* Drift: usage bumped, a stray admission, a lost job. */
+  r = gq_test_redis_cmd(&redis, "HINCRBY %s %s %d",
+                        gq_queue_key(&q, "rb", "team-x", "use", "team-x", key,
+                                     sizeof(key)),
+                        "A100", 3);
+  free(r);
+  r = gq_test_redis_cmd(&redis, "HSET %s flavor A100 gpus 2 team team-y",
+                        gq_queue_key(&q, "rb", "team-y", "adm", "ghost:1", key,
+                                     sizeof(key)));
+  free(r);
+  r = gq_test_redis_cmd(&redis, "DEL %s",
+                        gq_queue_key(&q, "rb", "team-y", "job", "r4", key,
+                                     sizeof(key)));
+  free(r);
+  d = rebuild(0);
+  assert_int_equal(d.gpus_diff, 3);
+  assert_int_equal(d.adms_extra, 1);
+  assert_int_equal(d.jobs_missing, 1);
+  /* Redis loses everything; the rebuild from the objects restores it. */
+  r = gq_test_redis_cmd(&redis, "FLUSHALL");
+  free(r);
+  d = rebuild(1);
+  assert_int_equal(d.jobs_missing, 4);
+  assert_int_equal(pos_in("team-x", "r3"), 1);
+  assert_int_equal(pos_in("team-x", "r2"), 2);
+  assert_int_equal(pos_in("team-y", "r4"), 1);
+  assert_int_equal(pos_in("team-x", "r1"), 0); /* admitted, not queued */
+  assert_int_equal(use_of("team-x"), 4);
+  d = rebuild(0);
+  assert_int_equal(d.jobs_missing + d.jobs_extra + d.jobs_changed, 0);
+  assert_int_equal(d.adms_missing + d.adms_extra + d.gpus_diff, 0);
+  /* And the scripts go on from there: the release finds its record. */
+  WAIT(gq_queue_release(&q, "rb", "team-x", "r1", 1, on_done, &o), o);
+  assert_string_equal(o.state, "released");
+  assert_int_equal(use_of("team-x"), 0);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -277,6 +399,7 @@ int main(void)
       cmocka_unit_test(test_requeue_keeps_place),
       cmocka_unit_test(test_scripts_survive_flush),
       cmocka_unit_test(test_keys_carry_cohort_tag),
+      cmocka_unit_test(test_rebuild_and_drift),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
