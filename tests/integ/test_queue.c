@@ -48,6 +48,7 @@ static int setup(void **state)
   struct gq_rq_opts o = {0};
 
   (void)state;
+  o.backoff_max_ms = 2000; /* reconnect promptly after the outage test */
   if (gq_test_redis_start(&redis, NULL) != 0)
     return -1;
   uv_loop_init(&loop);
@@ -330,6 +331,7 @@ static void test_rebuild_and_drift(void **state)
   struct gq_rb_drift d;
   struct out o;
   char key[256], *r;
+  long long ver;
 
   (void)state;
   /* The state the scripts build as jobs come and one is admitted. */
@@ -341,8 +343,9 @@ static void test_rebuild_and_drift(void **state)
   }
   WAIT(gq_queue_admit(&q, "rb", "team-x", "r1", 1, "A100", 4, -1, on_done, &o),
        o); /* learn the version */
-  WAIT(gq_queue_admit(&q, "rb", "team-x", "r1", 1, "A100", 4, o.value,
-                      on_done, &o),
+  ver = o.value;
+  WAIT(gq_queue_admit(&q, "rb", "team-x", "r1", 1, "A100", 4, ver, on_done,
+                      &o),
        o);
   assert_string_equal(o.state, "ok");
   assert_int_equal(pos_in("team-x", "r3"), 1);
@@ -389,6 +392,59 @@ static void test_rebuild_and_drift(void **state)
   assert_int_equal(use_of("team-x"), 0);
 }
 
+static void on_tick(uv_timer_t *t)
+{
+  (void)t;
+}
+
+/* Runs the loop for ms of real time (the outage's length). */
+static void run_for(int ms)
+{
+  uv_timer_t t;
+  int64_t end = gq_clock_mono_ms() + ms;
+
+  uv_timer_init(&loop, &t);
+  uv_timer_start(&t, on_tick, 50, 50);
+  while (gq_clock_mono_ms() < end)
+    uv_run(&loop, UV_RUN_ONCE);
+  uv_close((uv_handle_t *)&t, NULL);
+  uv_run(&loop, UV_RUN_NOWAIT);
+}
+
+/* A 30-second outage: while Redis is gone every operation says so at once
+ * (GQ_EUNAVAIL: admission pauses, nothing is queued up), the client comes
+ * back by itself when a server listens again, the rebuild restores the
+ * state from the objects, and admission resumes. */
+static void test_outage_30s(void **state)
+{
+  struct gq_qjob j = {"r2", "team-x", "ns", "r2", "rb", 1, 200};
+  struct out o;
+  int port = redis.port, down;
+  long long ver;
+
+  (void)state;
+  gq_test_redis_stop(&redis);
+  while (ready_flag)
+    uv_run(&loop, UV_RUN_ONCE);
+  down = gq_queue_enqueue(&q, &j, on_done, &o);
+  assert_int_equal(down, GQ_EUNAVAIL);
+  run_for(30000);
+  assert_int_equal(gq_queue_enqueue(&q, &j, on_done, &o), GQ_EUNAVAIL);
+  assert_int_equal(gq_test_redis_start_port(&redis, port, NULL), 0);
+  run_until(&ready_flag); /* reconnected on its own */
+  assert_int_equal(rebuild(1).jobs_missing, 4); /* a fresh, empty server */
+  assert_int_equal(pos_in("team-x", "r3"), 1);
+  WAIT(gq_queue_admit(&q, "rb", "team-x", "r3", 1, "A100", 2, -1, on_done,
+                      &o),
+       o);
+  ver = o.value; /* the rebuilt ledger's version */
+  WAIT(gq_queue_admit(&q, "rb", "team-x", "r3", 1, "A100", 2, ver, on_done,
+                      &o),
+       o);
+  assert_string_equal(o.state, "ok");
+  assert_int_equal(use_of("team-x"), 6); /* r1's 4 (rebuilt) + r3's 2 */
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -400,6 +456,7 @@ int main(void)
       cmocka_unit_test(test_scripts_survive_flush),
       cmocka_unit_test(test_keys_carry_cohort_tag),
       cmocka_unit_test(test_rebuild_and_drift),
+      cmocka_unit_test(test_outage_30s),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

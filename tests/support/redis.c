@@ -109,6 +109,12 @@ static int wait_ready(struct gq_test_redis *r)
 
 int gq_test_redis_start(struct gq_test_redis *r, const char *const *extra_args)
 {
+  return gq_test_redis_start_port(r, 0, extra_args);
+}
+
+int gq_test_redis_start_port(struct gq_test_redis *r, int port,
+                             const char *const *extra_args)
+{
   const char *tmp = getenv("TMPDIR");
 
   memset(r, 0, sizeof(*r));
@@ -122,7 +128,7 @@ int gq_test_redis_start(struct gq_test_redis *r, const char *const *extra_args)
   for (int attempt = 0; attempt < 5; attempt++) {
     int rc;
 
-    r->port = free_port();
+    r->port = port ? port : free_port();
     if (r->port < 0)
       break;
     snprintf(r->url, sizeof(r->url), "redis://127.0.0.1:%d/0", r->port);
@@ -133,6 +139,8 @@ int gq_test_redis_start(struct gq_test_redis *r, const char *const *extra_args)
     if (rc == 0)
       return 0;
     remove(r->log); /* a retry must not read the failed run's log */
+    if (port) /* the port asked for is taken: no other to try */
+      break;
     if (rc != -1) {
       fprintf(stderr, "redis-server on port %d not ready in 10 s\n", r->port);
       gq_test_redis_stop(r);

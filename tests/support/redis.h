@@ -24,6 +24,11 @@ struct gq_test_redis {
  * server within 10 s). */
 int gq_test_redis_start(struct gq_test_redis *r, const char *const *extra_args);
 
+/* Same, on the given port (a restart "on the same address": the test's
+ * clients must find it again). No retry on another port. */
+int gq_test_redis_start_port(struct gq_test_redis *r, int port,
+                             const char *const *extra_args);
+
 /* Stops the server (SIGTERM, then SIGKILL after 5 s), reaps it, and removes
  * its directory. Safe to call twice. */
 void gq_test_redis_stop(struct gq_test_redis *r);
