@@ -15,7 +15,7 @@ static const struct gq_rq_script scripts[] = {
     {"enqueue", GQ_LUA_ENQUEUE}, {"admit", GQ_LUA_ADMIT},
     {"release", GQ_LUA_RELEASE}, {"requeue", GQ_LUA_REQUEUE},
     {"remove", GQ_LUA_REMOVE},   {"position", GQ_LUA_POSITION},
-    {"rebuild", GQ_LUA_REBUILD},
+    {"rebuild", GQ_LUA_REBUILD}, {"ledger", GQ_LUA_LEDGER},
 };
 
 const struct gq_rq_script *gq_queue_scripts(size_t *n)
@@ -191,4 +191,69 @@ int gq_queue_position(struct gq_queue *q, const char *cohort,
                       void *arg)
 {
   return job_script(q, "position", cohort, team, uid, cb, arg);
+}
+
+struct ledger_call {
+  size_t n_teams;
+  gq_queue_ledger_cb cb;
+  void *arg;
+};
+
+static void on_ledger(struct gq_rq *r, int status,
+                      const struct gq_rq_reply *rep, void *arg)
+{
+  struct ledger_call *c = arg;
+  struct gq_ledger_use *use = NULL;
+  size_t n = 0, cap = 0;
+  long long ver = 0;
+
+  (void)r;
+  if (status == 0 && (rep->type != GQ_RQ_ARRAY || rep->n != c->n_teams + 1))
+    status = GQ_EIO;
+  if (status == 0) {
+    ver = rep->elem[0]->integer;
+    for (size_t t = 1; t < rep->n; t++) {
+      const struct gq_rq_reply *h = rep->elem[t];
+
+      for (size_t i = 0; i + 1 < h->n; i += 2) {
+        if (n == cap) {
+          cap = cap ? 2 * cap : 16;
+          use = gq_xrealloc(use, cap * sizeof(*use));
+        }
+        use[n].team = t - 1;
+        use[n].flavor = h->elem[i]->str;
+        use[n++].gpus = strtoll(h->elem[i + 1]->str, NULL, 10);
+      }
+    }
+  }
+  c->cb(status, ver, use, n, c->arg);
+  free(use);
+  free(c);
+}
+
+int gq_queue_ledger(struct gq_queue *q, const char *cohort,
+                    const char *const *teams, size_t n_teams,
+                    gq_queue_ledger_cb cb, void *arg)
+{
+  char(*k)[KEY_MAX] = gq_xcalloc(n_teams + 1, KEY_MAX);
+  const char **keys = gq_xcalloc(n_teams + 1, sizeof(*keys));
+  struct ledger_call *c = gq_xcalloc(1, sizeof(*c));
+  int rc;
+
+  gq_queue_key(q, cohort, teams[0], "ver", NULL, k[0], KEY_MAX);
+  keys[0] = k[0];
+  for (size_t i = 0; i < n_teams; i++) {
+    gq_queue_key(q, cohort, teams[i], "use", teams[i], k[i + 1], KEY_MAX);
+    keys[i + 1] = k[i + 1];
+  }
+  c->n_teams = n_teams;
+  c->cb = cb;
+  c->arg = arg;
+  rc = gq_rq_eval(q->rq, "ledger", (int)n_teams + 1, keys, 0, NULL, on_ledger,
+                  c);
+  if (rc != 0)
+    free(c);
+  free(keys);
+  free(k);
+  return rc;
 }

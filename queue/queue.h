@@ -102,6 +102,25 @@ int gq_queue_position(struct gq_queue *q, const char *cohort,
                       const char *team, const char *uid, gq_queue_cb cb,
                       void *arg);
 
+/* One team's use of one flavor, as the ledger holds it. */
+struct gq_ledger_use {
+  size_t team;        /* index into the teams asked for */
+  const char *flavor; /* valid during the callback */
+  long long gpus;
+};
+
+/* The cohort's ledger at one instant: rc, its version, and every
+ * (team, flavor) usage (arrays valid during the callback). */
+typedef void (*gq_queue_ledger_cb)(int rc, long long version,
+                                   const struct gq_ledger_use *use, size_t n,
+                                   void *arg);
+
+/* Reads the version and the usage of n_teams teams (n_teams >= 1; all of
+ * one cohort, or one team without a cohort) in one round trip. */
+int gq_queue_ledger(struct gq_queue *q, const char *cohort,
+                    const char *const *teams, size_t n_teams,
+                    gq_queue_ledger_cb cb, void *arg);
+
 /* Writes a key of the model into buf ("what" is "q", "use" with id =
  * team, "job" with id = uid, "ver" without id). Returns buf. */
 char *gq_queue_key(const struct gq_queue *q, const char *cohort,

@@ -16,6 +16,7 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "queue/queue.h"
+#include "queue/quota.h"
 #include "queue/rebuild.h"
 #include "tests/support/redis.h"
 
@@ -392,6 +393,68 @@ static void test_rebuild_and_drift(void **state)
   assert_int_equal(use_of("team-x"), 0);
 }
 
+struct ledger_out {
+  int done, rc;
+  long long ver, used;
+};
+
+static void on_ledger(int rc, long long version,
+                      const struct gq_ledger_use *use, size_t n, void *arg)
+{
+  struct ledger_out *o = arg;
+
+  o->done = 1;
+  o->rc = rc;
+  o->ver = version;
+  o->used = 0;
+  for (size_t i = 0; i < n; i++)
+    o->used += use[i].gpus;
+}
+
+/* The admission protocol end to end: read the ledger, decide in C, admit
+ * on that version. Two deciders race for a team's last 8 GPUs: one wins;
+ * the other's admit is stale, and on the re-read ledger its decision is
+ * "no quota left". Never both. */
+static void test_race_with_quota(void **state)
+{
+  static const char *const team[] = {"solo"};
+  struct gq_qjob a = {"qa", "solo", "ns", "qa", NULL, 0, 1};
+  struct gq_qjob b = {"qb", "solo", "ns", "qb", NULL, 0, 2};
+  struct gq_qteam t = {"solo", 8, -1, -1, 0, 1.0, 0};
+  struct gq_qcohort c = {&t, 1, 0};
+  struct ledger_out l;
+  struct out x, y, o;
+  int ok;
+
+  (void)state;
+  WAIT(gq_queue_enqueue(&q, &a, on_done, &o), o);
+  WAIT(gq_queue_enqueue(&q, &b, on_done, &o), o);
+  memset(&l, 0, sizeof(l));
+  assert_int_equal(gq_queue_ledger(&q, NULL, team, 1, on_ledger, &l), 0);
+  run_until(&l.done);
+  t.used = l.used;
+  assert_int_equal(gq_quota_check(&c, 0, 8, NULL), GQ_Q_FITS_NOMINAL);
+  memset(&x, 0, sizeof(x));
+  memset(&y, 0, sizeof(y));
+  assert_int_equal(gq_queue_admit(&q, NULL, "solo", "qa", 1, "T4", 8, l.ver,
+                                  on_done, &x),
+                   0);
+  assert_int_equal(gq_queue_admit(&q, NULL, "solo", "qb", 1, "T4", 8, l.ver,
+                                  on_done, &y),
+                   0);
+  run_until(&x.done);
+  run_until(&y.done);
+  ok = !strcmp(x.state, "ok") + !strcmp(y.state, "ok");
+  assert_int_equal(ok, 1);
+  memset(&l, 0, sizeof(l));
+  assert_int_equal(gq_queue_ledger(&q, NULL, team, 1, on_ledger, &l), 0);
+  run_until(&l.done);
+  assert_int_equal(l.used, 8);
+  t.used = l.used;
+  assert_int_equal(gq_quota_check(&c, 0, 8, NULL),
+                   GQ_Q_OVER_NOMINAL_NO_BORROW);
+}
+
 static void on_tick(uv_timer_t *t)
 {
   (void)t;
@@ -456,6 +519,7 @@ int main(void)
       cmocka_unit_test(test_scripts_survive_flush),
       cmocka_unit_test(test_keys_carry_cohort_tag),
       cmocka_unit_test(test_rebuild_and_drift),
+      cmocka_unit_test(test_race_with_quota),
       cmocka_unit_test(test_outage_30s),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
