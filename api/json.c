@@ -1,6 +1,7 @@
 /* api/json.c - validating field reads with Kubernetes-style errors. */
 #include "api/json.h"
 
+#include "api/names.h"
 #include "base/alloc.h"
 #include "base/err.h"
 
@@ -284,25 +285,7 @@ int gq_dec_enum(struct gq_dec *d, const json_t *parent, const char *path,
   return dflt;
 }
 
-static int is_alnum(int c)
-{
-  return isdigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
 
-/* DNS-1123 label over [p, p+n): lower-case alnum and '-', alnum at ends. */
-static int dns_label_ok(const char *p, size_t n)
-{
-  if (n == 0 || n > 63)
-    return 0;
-  for (size_t i = 0; i < n; i++) {
-    int c = (unsigned char)p[i];
-
-    if (!(isdigit(c) || (c >= 'a' && c <= 'z') ||
-          (c == '-' && i > 0 && i < n - 1)))
-      return 0;
-  }
-  return 1;
-}
 
 static int fail_str(struct gq_dec *d, const char *path, const char *s,
                     const char *detail)
@@ -316,38 +299,20 @@ static int fail_str(struct gq_dec *d, const char *path, const char *s,
 
 int gq_dec_dns_label(struct gq_dec *d, const char *path, const char *s)
 {
-  if (dns_label_ok(s, strlen(s)))
+  if (gq_dns_label_ok(s, strlen(s)))
     return 0;
   return fail_str(d, path, s,
                   "must be a DNS-1123 label (at most 63 lower-case letters, "
                   "digits or '-', starting and ending with a letter or digit)");
 }
 
-static int subdomain_ok(const char *s, size_t max_len)
-{
-  size_t n = strlen(s);
-  const char *p = s;
-
-  if (n == 0 || n > max_len)
-    return 0;
-  for (;;) {
-    const char *dot = strchr(p, '.');
-    size_t len = dot ? (size_t)(dot - p) : strlen(p);
-
-    if (!dns_label_ok(p, len))
-      return 0;
-    if (!dot)
-      return 1;
-    p = dot + 1;
-  }
-}
 
 int gq_dec_dns_subdomain(struct gq_dec *d, const char *path, const char *s,
                          size_t max_len)
 {
   char detail[200];
 
-  if (subdomain_ok(s, max_len))
+  if (strlen(s) <= max_len && gq_dns_subdomain_ok(s, strlen(s)))
     return 0;
   snprintf(detail, sizeof(detail),
            "must be a DNS-1123 subdomain (at most %zu lower-case letters, "
@@ -356,27 +321,10 @@ int gq_dec_dns_subdomain(struct gq_dec *d, const char *path, const char *s,
   return fail_str(d, path, s, detail);
 }
 
-/* Label-value shape over [p, p+n): <= 63 of alnum '-' '_' '.', alnum ends.
- * The empty string is allowed when allow_empty. */
-static int name_part_ok(const char *p, size_t n, int allow_empty)
-{
-  if (n == 0)
-    return allow_empty;
-  if (n > 63 || !is_alnum((unsigned char)p[0]) ||
-      !is_alnum((unsigned char)p[n - 1]))
-    return 0;
-  for (size_t i = 0; i < n; i++) {
-    int c = (unsigned char)p[i];
-
-    if (!is_alnum(c) && c != '-' && c != '_' && c != '.')
-      return 0;
-  }
-  return 1;
-}
 
 int gq_dec_label_value(struct gq_dec *d, const char *path, const char *s)
 {
-  if (name_part_ok(s, strlen(s), 1))
+  if (gq_name_part_ok(s, strlen(s), 1))
     return 0;
   return fail_str(d, path, s,
                   "must be a valid label value (at most 63 letters, digits, "
@@ -386,23 +334,7 @@ int gq_dec_label_value(struct gq_dec *d, const char *path, const char *s)
 
 int gq_dec_qualified_name(struct gq_dec *d, const char *path, const char *s)
 {
-  const char *slash = strchr(s, '/');
-  int ok;
-
-  if (slash) {
-    char prefix[254];
-    size_t plen = (size_t)(slash - s);
-
-    ok = plen < sizeof(prefix) && name_part_ok(slash + 1, strlen(slash + 1), 0);
-    if (ok) {
-      memcpy(prefix, s, plen);
-      prefix[plen] = '\0';
-      ok = subdomain_ok(prefix, 253);
-    }
-  } else {
-    ok = name_part_ok(s, strlen(s), 0);
-  }
-  if (ok)
+  if (gq_qualified_name_ok(s))
     return 0;
   return fail_str(d, path, s,
                   "must be a qualified name ([DNS-1123 subdomain '/'] and a "

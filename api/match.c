@@ -5,6 +5,8 @@
  */
 #include "api/match.h"
 
+#include "api/names.h"
+
 #include "base/alloc.h"
 
 #include <inttypes.h>
@@ -81,92 +83,6 @@ const struct gq_taint *gq_untolerated_taint(const struct gq_podsched *s,
   return NULL;
 }
 
-/* ---- label syntax (k8s.io/apimachinery/pkg/util/validation) ------------- */
-
-static int is_alnum(int c)
-{
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-         (c >= '0' && c <= '9');
-}
-
-/* IsValidLabelValue / the name part of IsQualifiedName: <= 63 bytes of
- * [A-Za-z0-9_.-], starting and ending alphanumeric; "" only if allowed. */
-static int name_part_ok(const char *p, size_t n, int allow_empty)
-{
-  if (n == 0)
-    return allow_empty;
-  if (n > 63 || !is_alnum((unsigned char)p[0]) ||
-      !is_alnum((unsigned char)p[n - 1]))
-    return 0;
-  for (size_t i = 0; i < n; i++) {
-    int c = (unsigned char)p[i];
-
-    if (!is_alnum(c) && c != '-' && c != '_' && c != '.')
-      return 0;
-  }
-  return 1;
-}
-
-/* IsDNS1123Subdomain: <= 253 bytes of lower-case labels joined by '.',
- * each starting and ending alphanumeric. */
-static int subdomain_ok(const char *p, size_t n)
-{
-  size_t start = 0;
-
-  if (n == 0 || n > 253)
-    return 0;
-  for (size_t i = 0; i <= n; i++) {
-    int c = i < n ? (unsigned char)p[i] : '.';
-
-    if (c == '.') {
-      if (i == start || p[start] == '-' || p[i - 1] == '-')
-        return 0;
-      start = i + 1;
-    } else if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                 c == '-')) {
-      return 0;
-    }
-  }
-  return 1;
-}
-
-/* IsQualifiedName, as validateLabelKey applies it: [prefix '/'] name. */
-static int label_key_ok(const char *k)
-{
-  const char *slash = strchr(k, '/');
-
-  if (!slash)
-    return name_part_ok(k, strlen(k), 0);
-  return subdomain_ok(k, (size_t)(slash - k)) &&
-         name_part_ok(slash + 1, strlen(slash + 1), 0);
-}
-
-/* Go's strconv.ParseInt(s, 10, 64): optional sign, at least one digit,
- * nothing else (no blanks, no '_'), in range. Returns 0 and sets *out, or
- * -1. */
-static int parse_int64(const char *s, int64_t *out)
-{
-  uint64_t v = 0, lim = INT64_MAX;
-  int neg = 0;
-
-  if (*s == '+' || *s == '-')
-    neg = *s++ == '-';
-  if (neg)
-    lim++;
-  if (*s == '\0')
-    return -1;
-  for (; *s; s++) {
-    uint64_t d = (uint64_t)(*s - '0');
-
-    if (*s < '0' || *s > '9' || v > (lim - d) / 10)
-      return -1;
-    v = v * 10 + d;
-  }
-  /* -(v - 1) - 1 reaches INT64_MIN without overflowing. */
-  *out = !neg ? (int64_t)v : v == 0 ? 0 : -(int64_t)(v - 1) - 1;
-  return 0;
-}
-
 /* ---- node affinity ------------------------------------------------------ */
 
 /* Would labels.NewRequirement accept r (selector.go)? It checks the key,
@@ -177,10 +93,10 @@ static int expr_valid(const struct gq_sel_req *r)
 {
   int64_t v;
 
-  if (!label_key_ok(nz(r->key)))
+  if (!gq_qualified_name_ok(nz(r->key)))
     return 0;
   for (size_t i = 0; i < r->n_values; i++)
-    if (!name_part_ok(r->values[i], strlen(r->values[i]), 1))
+    if (!gq_name_part_ok(r->values[i], strlen(r->values[i]), 1))
       return 0;
   switch (r->op) {
   case GQ_SEL_IN:
@@ -191,7 +107,7 @@ static int expr_valid(const struct gq_sel_req *r)
     return r->n_values == 0;
   case GQ_SEL_GT:
   case GQ_SEL_LT:
-    return r->n_values == 1 && parse_int64(r->values[0], &v) == 0;
+    return r->n_values == 1 && gq_parse_int64(r->values[0], &v) == 0;
   }
   return 0;
 }
@@ -222,8 +138,8 @@ static int expr_matches(const struct gq_sel_req *r, const struct gq_meta *m)
     return v == NULL;
   case GQ_SEL_GT:
   case GQ_SEL_LT:
-    if (!v || parse_int64(v, &have) != 0 ||
-        parse_int64(r->values[0], &want) != 0)
+    if (!v || gq_parse_int64(v, &have) != 0 ||
+        gq_parse_int64(r->values[0], &want) != 0)
       return 0;
     return r->op == GQ_SEL_GT ? have > want : have < want;
   }

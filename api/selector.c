@@ -16,6 +16,8 @@
  */
 #include "api/selector.h"
 
+#include "api/names.h"
+
 #include "base/alloc.h"
 #include "base/err.h"
 
@@ -242,31 +244,6 @@ static int key_valid(const char *k)
   return key_detail(&count, k) == 0;
 }
 
-/* Go's strconv.ParseInt(s, 10, 64): optional sign, at least one digit,
- * nothing else, in range. Returns 0 and sets *out, or -1. */
-static int parse_int64(const char *s, int64_t *out)
-{
-  uint64_t v = 0, lim = INT64_MAX;
-  int neg = 0;
-
-  if (*s == '+' || *s == '-')
-    neg = *s++ == '-';
-  if (neg)
-    lim++;
-  if (*s == '\0')
-    return -1;
-  for (; *s; s++) {
-    uint64_t d = (uint64_t)(*s - '0');
-
-    if (*s < '0' || *s > '9' || v > (lim - d) / 10)
-      return -1;
-    v = v * 10 + d;
-  }
-  /* -(v - 1) - 1 reaches INT64_MIN without overflowing. */
-  *out = !neg ? (int64_t)v : v == 0 ? 0 : -(int64_t)(v - 1) - 1;
-  return 0;
-}
-
 /* ---- requirements ------------------------------------------------------- */
 
 enum op {
@@ -359,7 +336,7 @@ static void req_check_op(struct msg *m, struct req *r)
   for (i = 0; i < r->nvals; i++) {
     char path[32];
 
-    if (parse_int64(r->vals[i], &r->num) == 0)
+    if (gq_parse_int64(r->vals[i], &r->num) == 0)
       continue;
     snprintf(path, sizeof(path), "values[%zu]", i);
     msg_invalid(m, path, r->vals[i]);
@@ -970,7 +947,7 @@ static int req_match(const struct req *r, const char *v)
     return v == NULL;
   case OP_GT:
   case OP_LT:
-    if (!v || parse_int64(v, &n) != 0)
+    if (!v || gq_parse_int64(v, &n) != 0)
       return 0;
     return r->op == OP_GT ? n > r->num : n < r->num;
   default:

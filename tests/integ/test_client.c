@@ -36,22 +36,7 @@ static uv_loop_t loop;
 
 static void make_cert(void)
 {
-  pid_t pid;
-  int status;
-
-  snprintf(key, sizeof(key), "%s/sim.key", dir);
-  snprintf(crt, sizeof(crt), "%s/sim.crt", dir);
-  pid = fork();
-  if (pid == 0) {
-    freopen("/dev/null", "w", stderr);
-    execlp("openssl", "openssl", "req", "-x509", "-newkey", "rsa:2048",
-           "-nodes", "-keyout", key, "-out", crt, "-days", "2", "-subj",
-           "/CN=gpuq-sim", "-addext", "subjectAltName=IP:127.0.0.1",
-           (char *)NULL);
-    _exit(127);
-  }
-  waitpid(pid, &status, 0);
-  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  assert_int_equal(gq_test_make_cert(dir, "sim", crt, key), 0);
 }
 
 static int group_setup(void **state)

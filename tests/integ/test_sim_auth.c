@@ -73,23 +73,9 @@ static void test_token(void **state)
 /* A self-signed certificate for 127.0.0.1 made with the openssl tool. */
 static void make_cert(const char *dir, const char *name)
 {
-  char key[400], crt[400];
-  pid_t pid;
-  int status;
+  char crt[300], key[300];
 
-  snprintf(key, sizeof(key), "%s/%s.key", dir, name);
-  snprintf(crt, sizeof(crt), "%s/%s.crt", dir, name);
-  pid = fork();
-  if (pid == 0) {
-    freopen("/dev/null", "w", stderr);
-    execlp("openssl", "openssl", "req", "-x509", "-newkey", "rsa:2048",
-           "-nodes", "-keyout", key, "-out", crt, "-days", "2", "-subj",
-           "/CN=gpuq-sim", "-addext", "subjectAltName=IP:127.0.0.1",
-           (char *)NULL);
-    _exit(127);
-  }
-  waitpid(pid, &status, 0);
-  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  assert_int_equal(gq_test_make_cert(dir, name, crt, key), 0);
 }
 
 static void test_tls(void **state)

@@ -305,3 +305,25 @@ int gq_test_http(const char *method, const char *url, const char *body,
   *resp = gq_buf_take(&b);
   return (int)code;
 }
+
+int gq_test_make_cert(const char *dir, const char *name, char *crt, char *key)
+{
+  pid_t pid;
+  int status;
+
+  snprintf(key, 300, "%s/%s.key", dir, name);
+  snprintf(crt, 300, "%s/%s.crt", dir, name);
+  pid = fork();
+  if (pid == 0) {
+    int null = open("/dev/null", O_WRONLY);
+
+    dup2(null, 2);
+    execlp("openssl", "openssl", "req", "-x509", "-newkey", "rsa:2048",
+           "-nodes", "-keyout", key, "-out", crt, "-days", "2", "-subj",
+           "/CN=gpuq-sim", "-addext", "subjectAltName=IP:127.0.0.1",
+           (char *)NULL);
+    _exit(127);
+  }
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}

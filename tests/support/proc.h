@@ -63,4 +63,9 @@ int gq_test_wait_file(const char *path, const char *needle, int timeout_ms);
 int gq_test_http(const char *method, const char *url, const char *body,
                  const char *ctype, const char *token, char **resp);
 
+/* Makes a self-signed certificate for 127.0.0.1 with the openssl tool:
+ * dir/name.crt and dir/name.key (paths into crt and key, 300 bytes each).
+ * Returns 0, or -1 if openssl failed. */
+int gq_test_make_cert(const char *dir, const char *name, char *crt, char *key);
+
 #endif
