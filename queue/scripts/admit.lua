@@ -17,14 +17,13 @@ end
 if ver ~= tonumber(ARGV[1]) then
   return {'stale', ver}
 end
-local member = redis.call('HGET', KEYS[2], 'member')
-if not member or redis.call('HGET', KEYS[2], 'state') ~= 'queued' then
+local job = redis.call('HMGET', KEYS[2], 'member', 'state', 'team')
+if not job[1] or job[2] ~= 'queued' then
   return {'missing', ver}
 end
-redis.call('ZREM', KEYS[3], member)
+redis.call('ZREM', KEYS[3], job[1])
 redis.call('HSET', KEYS[2], 'state', 'admitted', 'attempt', ARGV[4])
-redis.call('HSET', KEYS[4], 'flavor', ARGV[2], 'gpus', ARGV[3],
-           'team', redis.call('HGET', KEYS[2], 'team'))
+redis.call('HSET', KEYS[4], 'flavor', ARGV[2], 'gpus', ARGV[3], 'team', job[3])
 redis.call('HINCRBY', KEYS[5], ARGV[2], tonumber(ARGV[3]))
 ver = redis.call('INCR', KEYS[1])
 return {'ok', ver}
