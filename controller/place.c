@@ -1,0 +1,380 @@
+/* controller/place.c - capacity snapshot and gang placement (see place.h). */
+#include "controller/place.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/err.h"
+
+static int cap_node_cmp(const void *a, const void *b)
+{
+  const struct gq_cap_node *x = a, *y = b;
+
+  return strcmp(x->node->meta.name, y->node->meta.name);
+}
+
+void gq_capacity_init(struct gq_capacity *c, const struct gq_node *const *nodes,
+                      size_t n, const char *topology_key)
+{
+  c->nodes = n ? gq_xcalloc(n, sizeof(*c->nodes)) : NULL;
+  c->n = n;
+  c->topology_key = topology_key;
+  for (size_t i = 0; i < n; i++) {
+    c->nodes[i].node = nodes[i];
+    gq_node_usage_init(&c->nodes[i].used);
+  }
+  if (n > 1)
+    qsort(c->nodes, n, sizeof(*c->nodes), cap_node_cmp);
+}
+
+void gq_capacity_release(struct gq_capacity *c)
+{
+  for (size_t i = 0; i < c->n; i++)
+    gq_node_usage_release(&c->nodes[i].used);
+  free(c->nodes);
+  c->nodes = NULL;
+  c->n = 0;
+}
+
+long gq_capacity_find(const struct gq_capacity *c, const char *name)
+{
+  size_t lo = 0, hi = c->n;
+
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int cmp = strcmp(name, c->nodes[mid].node->meta.name);
+
+    if (cmp == 0)
+      return (long)mid;
+    if (cmp < 0)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return -1;
+}
+
+int gq_capacity_commit(struct gq_capacity *c, const char *node_name,
+                       const struct gq_podsched *s, int sign)
+{
+  long i = gq_capacity_find(c, node_name);
+
+  if (i < 0)
+    return GQ_ENOTFOUND;
+  gq_node_usage_add(&c->nodes[i].used, s, sign);
+  return 0;
+}
+
+int64_t gq_capacity_free(const struct gq_capacity *c, size_t i,
+                         const char *resource)
+{
+  const struct gq_cap_node *cn = &c->nodes[i];
+
+  return gq_node_allocatable(cn->node, resource) -
+         gq_node_usage_get(&cn->used, resource);
+}
+
+void gq_replica_request(const struct gq_gpujob *j, struct gq_podsched *out)
+{
+  const struct gq_podsched *t = &j->sched;
+  size_t k = 0;
+
+  *out = *t;
+  out->extended = gq_xcalloc(t->n_extended + 1, sizeof(*out->extended));
+  for (size_t i = 0; i < t->n_extended; i++)
+    if (strcmp(t->extended[i].name, j->gpu_resource) != 0)
+      out->extended[k++] = t->extended[i];
+  out->extended[k].name = j->gpu_resource;
+  out->extended[k++].value = j->gpus_per_replica;
+  out->n_extended = k;
+}
+
+void gq_replica_release(struct gq_podsched *s)
+{
+  free(s->extended);
+  s->extended = NULL;
+  s->n_extended = 0;
+}
+
+static int product_accepted(const struct gq_gpujob *j, const char *product)
+{
+  for (size_t i = 0; i < j->n_products; i++)
+    if (strcmp(j->products[i], product) == 0)
+      return 1;
+  return 0;
+}
+
+static void say(char *why, size_t whylen, const char *fmt, const char *s,
+                long long a, long long b)
+{
+  if (whylen == 0)
+    return;
+  if (s)
+    snprintf(why, whylen, fmt, s);
+  else
+    snprintf(why, whylen, fmt, a, b);
+}
+
+const char *gq_job_node_check(const struct gq_node *n,
+                              const struct gq_gpujob *j,
+                              const struct gq_podsched *r, char *why,
+                              size_t whylen)
+{
+  const char *reason;
+
+  if (gq_node_allocatable(n, j->gpu_resource) <= 0) {
+    say(why, whylen, "node(s) had no allocatable %s", j->gpu_resource, 0, 0);
+    return "NoGpu";
+  }
+  reason = gq_node_eligible(n, r, why, whylen);
+  if (reason)
+    return reason;
+  if (j->n_products > 0 &&
+      (!n->gpu_product || !product_accepted(j, n->gpu_product))) {
+    if (n->gpu_product)
+      say(why, whylen, "node(s) had GPU product %s not in spec.gpu.products",
+          n->gpu_product, 0, 0);
+    else
+      say(why, whylen, "node(s) had no GPU product label%s", "", 0, 0);
+    return "GpuProduct";
+  }
+  if (j->min_memory_mib > 0 && n->gpu_memory_mib < j->min_memory_mib) {
+    if (n->gpu_memory_mib < 0)
+      say(why, whylen, "node(s) had no GPU memory label%s", "", 0, 0);
+    else
+      say(why, whylen,
+          "node(s) had GPU memory %lld MiB, below spec.gpu.minMemoryMiB %lld",
+          NULL, (long long)n->gpu_memory_mib, (long long)j->min_memory_mib);
+    return "GpuMemory";
+  }
+  if (whylen)
+    why[0] = '\0';
+  return NULL;
+}
+
+/* ---- placement ----------------------------------------------------------- */
+
+/* Places 'replicas' copies of r on the nodes cand[0..m-1] by best fit,
+ * writing node indexes to out. Commits each replica while it searches and
+ * uncommits them all before returning, so c is unchanged. Returns how many
+ * replicas were placed (== replicas on success). Greedy best fit is exact
+ * for feasibility here: the replicas are identical, so the gang fits iff
+ * the numbers of replicas each node can hold add up to 'replicas'. */
+static int32_t place_in(struct gq_capacity *c, const size_t *cand, size_t m,
+                        const struct gq_podsched *r, const char *res,
+                        int32_t replicas, size_t *out)
+{
+  int32_t k;
+
+  for (k = 0; k < replicas; k++) {
+    size_t best = 0;
+    int64_t best_free = 0;
+    int found = 0;
+
+    for (size_t x = 0; x < m; x++) {
+      size_t i = cand[x];
+      int64_t f;
+
+      if (gq_fit_check(c->nodes[i].node, &c->nodes[i].used, r, NULL, 0))
+        continue;
+      f = gq_capacity_free(c, i, res);
+      if (!found || f < best_free) { /* cand is in name order: ties keep the first */
+        best = i;
+        best_free = f;
+        found = 1;
+      }
+    }
+    if (!found)
+      break;
+    gq_node_usage_add(&c->nodes[best].used, r, +1);
+    out[k] = best;
+  }
+  for (int32_t u = 0; u < k; u++)
+    gq_node_usage_add(&c->nodes[out[u]].used, r, -1);
+  return k;
+}
+
+struct reason {
+  char msg[192];
+  size_t count;
+};
+
+struct reasons {
+  struct reason *v;
+  size_t n, cap;
+};
+
+static void reason_add(struct reasons *rs, const char *msg)
+{
+  for (size_t i = 0; i < rs->n; i++)
+    if (strcmp(rs->v[i].msg, msg) == 0) {
+      rs->v[i].count++;
+      return;
+    }
+  if (rs->n == rs->cap) {
+    rs->cap = rs->cap ? 2 * rs->cap : 8;
+    rs->v = gq_xrealloc(rs->v, rs->cap * sizeof(*rs->v));
+  }
+  snprintf(rs->v[rs->n].msg, sizeof(rs->v[rs->n].msg), "%s", msg);
+  rs->v[rs->n++].count = 1;
+}
+
+static int reason_cmp(const void *a, const void *b)
+{
+  return strcmp(((const struct reason *)a)->msg,
+                ((const struct reason *)b)->msg);
+}
+
+/* Writes "0/N nodes fit 1 replica of G res: <count> <reason>, ..." with the
+ * reasons sorted, as kube-scheduler's FitError does. */
+static void reasons_format(struct reasons *rs, const struct gq_capacity *c,
+                           const struct gq_gpujob *j, char *why, size_t whylen)
+{
+  size_t len;
+
+  if (whylen == 0)
+    return;
+  qsort(rs->v, rs->n, sizeof(*rs->v), reason_cmp);
+  snprintf(why, whylen, "0/%zu nodes fit 1 replica of %d %s", c->n,
+           (int)j->gpus_per_replica, j->gpu_resource);
+  for (size_t i = 0; i < rs->n; i++) {
+    len = strlen(why);
+    if (len + 1 >= whylen)
+      break;
+    snprintf(why + len, whylen - len, "%s%zu %s", i ? ", " : ": ",
+             rs->v[i].count, rs->v[i].msg);
+  }
+}
+
+/* Free GPUs of 'res' summed over cand, each node's count clamped at 0. */
+static int64_t free_sum(const struct gq_capacity *c, const size_t *cand,
+                        size_t m, const char *res)
+{
+  int64_t sum = 0;
+
+  for (size_t x = 0; x < m; x++) {
+    int64_t f = gq_capacity_free(c, cand[x], res);
+
+    sum += f > 0 ? f : 0;
+  }
+  return sum;
+}
+
+static const char *domain_of(const struct gq_capacity *c, size_t i)
+{
+  const char *v = gq_meta_label(&c->nodes[i].node->meta, c->topology_key);
+
+  return v && v[0] ? v : NULL;
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* For a multi-replica gang: tries each topology domain among the eligible
+ * nodes and places the gang in the one that holds it with the fewest free
+ * GPUs (ties by name). Returns 1 with out filled, or 0. */
+static int place_one_domain(struct gq_capacity *c, const size_t *elig,
+                            size_t m, const struct gq_podsched *r,
+                            const struct gq_gpujob *j, size_t *out)
+{
+  const char **doms = gq_xcalloc(m ? m : 1, sizeof(*doms));
+  size_t *cand = gq_xcalloc(m ? m : 1, sizeof(*cand));
+  size_t nd = 0, u = 0, nc;
+  const char *best = NULL;
+  int64_t best_free = 0;
+
+  for (size_t x = 0; x < m; x++)
+    if ((doms[nd] = domain_of(c, elig[x])))
+      nd++;
+  qsort(doms, nd, sizeof(*doms), str_cmp);
+  for (size_t d = 0; d < nd; d++) {
+    int64_t f;
+
+    if (d > 0 && strcmp(doms[d], doms[d - 1]) == 0)
+      continue;
+    nc = 0;
+    for (size_t x = 0; x < m; x++) {
+      const char *v = domain_of(c, elig[x]);
+
+      if (v && strcmp(v, doms[d]) == 0)
+        cand[nc++] = elig[x];
+    }
+    if (place_in(c, cand, nc, r, j->gpu_resource, j->replicas, out) !=
+        j->replicas)
+      continue;
+    f = free_sum(c, cand, nc, j->gpu_resource);
+    if (!best || f < best_free) {
+      best = doms[d];
+      best_free = f;
+    }
+  }
+  if (best) {
+    for (size_t x = 0; x < m; x++) {
+      const char *v = domain_of(c, elig[x]);
+
+      if (v && strcmp(v, best) == 0)
+        cand[u++] = elig[x];
+    }
+    place_in(c, cand, u, r, j->gpu_resource, j->replicas, out);
+  }
+  free(cand);
+  free(doms);
+  return best != NULL;
+}
+
+int gq_place_job(struct gq_capacity *c, const struct gq_gpujob *j,
+                 size_t *out, char *why, size_t whylen)
+{
+  struct gq_podsched r;
+  struct reasons rs = {0};
+  size_t *elig = gq_xcalloc(c->n ? c->n : 1, sizeof(*elig));
+  size_t m = 0;
+  int32_t fit;
+  int rc = 0;
+  char msg[192];
+
+  gq_replica_request(j, &r);
+  for (size_t i = 0; i < c->n; i++) {
+    const char *res;
+
+    if (gq_job_node_check(c->nodes[i].node, j, &r, msg, sizeof(msg))) {
+      reason_add(&rs, msg);
+      continue;
+    }
+    res = gq_fit_check(c->nodes[i].node, &c->nodes[i].used, &r, NULL, 0);
+    if (res) {
+      if (strcmp(res, "pods") == 0)
+        snprintf(msg, sizeof(msg), "Too many pods");
+      else
+        snprintf(msg, sizeof(msg), "Insufficient %s", res);
+      reason_add(&rs, msg);
+      continue;
+    }
+    elig[m++] = i; /* holds at least one replica now */
+  }
+  if (m == 0) {
+    reasons_format(&rs, c, j, why, whylen);
+    rc = GQ_ECAPACITY;
+  } else if (j->replicas > 1 && c->topology_key && c->topology_key[0] &&
+             place_one_domain(c, elig, m, &r, j, out)) {
+    rc = 0;
+  } else if ((fit = place_in(c, elig, m, &r, j->gpu_resource, j->replicas,
+                             out)) != j->replicas) {
+    if (whylen)
+      snprintf(why, whylen,
+               "gang of %d replicas x %d %s does not fit: at most %d fit",
+               (int)j->replicas, (int)j->gpus_per_replica, j->gpu_resource,
+               (int)fit);
+    rc = GQ_ECAPACITY;
+  }
+  if (rc == 0 && whylen)
+    why[0] = '\0';
+  free(rs.v);
+  free(elig);
+  gq_replica_release(&r);
+  return rc;
+}
