@@ -5,11 +5,17 @@
 #include "base/alloc.h"
 
 #include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <ftw.h>
 #include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cmocka.h>
 
 static int ends_with(const char *s, const char *suffix)
 {
@@ -90,4 +96,20 @@ void gq_test_sleep_ms(long ms)
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
 
   nanosleep(&ts, NULL);
+}
+
+json_t *gq_test_json_sq(const char *s)
+{
+  char buf[8192];
+  json_error_t jerr;
+  json_t *v;
+  size_t i;
+
+  for (i = 0; s[i] && i + 1 < sizeof(buf); i++)
+    buf[i] = s[i] == '\'' ? '"' : s[i];
+  buf[i] = '\0';
+  v = json_loads(buf, 0, &jerr);
+  if (!v)
+    fail_msg("bad test JSON %s: %s", buf, jerr.text);
+  return v;
 }

@@ -5,6 +5,8 @@
 #define GQ_TEST_FIXTURE_H
 #include <stddef.h>
 
+#include <jansson.h>
+
 /* Lists the regular files in 'dir' whose names end in 'suffix', sorted by
  * name, as a NULL-terminated array of "dir/name" heap strings; *n gets the
  * count. Returns NULL if dir cannot be read. Free with
@@ -23,5 +25,10 @@ void gq_test_rmtree(const char *dir);
 /* Sleeps ms milliseconds (polling loops that wait for a condition with a
  * deadline, never as the condition itself). */
 void gq_test_sleep_ms(long ms);
+
+/* Parses JSON written with single quotes for readability in test tables:
+ * every ' becomes " (so no value may contain a quote), up to 8191 bytes.
+ * Returns a new reference; fails the running cmocka test on bad JSON. */
+json_t *gq_test_json_sq(const char *s);
 
 #endif

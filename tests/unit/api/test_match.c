@@ -2,8 +2,8 @@
  * node fixtures in tests/fixtures/nodes and small pods built inline.
  *
  * To keep the tables readable, the inline JSON is written with single
- * quotes, which json_sq() turns into double quotes before decoding (no
- * label, key or value below contains a quote).
+ * quotes, which gq_test_json_sq() turns into double quotes before
+ * decoding (no label, key or value below contains a quote).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +16,7 @@
 
 #include "api/match.h"
 #include "base/err.h"
+#include "tests/support/fixture.h"
 
 #define KI 1024LL
 #define GI (1024LL * 1024 * 1024)
@@ -31,22 +32,6 @@
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 /* ---- helpers ------------------------------------------------------------ */
-
-static json_t *json_sq(const char *s)
-{
-  char buf[8192];
-  json_error_t jerr;
-  json_t *v;
-  size_t i;
-
-  for (i = 0; s[i] && i + 1 < sizeof(buf); i++)
-    buf[i] = s[i] == '\'' ? '"' : s[i];
-  buf[i] = '\0';
-  v = json_loads(buf, 0, &jerr);
-  if (!v)
-    fail_msg("bad test JSON %s: %s", buf, jerr.text);
-  return v;
-}
 
 static void set_not_ready(json_t *obj)
 {
@@ -76,7 +61,7 @@ static void node_load(struct gq_node *n, const char *file, const char *taints,
     fail_msg("%s: %s", path, jerr.text);
   if (taints)
     json_object_set_new(json_object_get(obj, "spec"), "taints",
-                        json_sq(taints));
+                        gq_test_json_sq(taints));
   if (not_ready)
     set_not_ready(obj);
   if (gq_node_decode(obj, NULL, n, err, sizeof(err)) != 0)
@@ -96,7 +81,7 @@ static void pod_load(struct gq_pod *p, const char *requests, const char *extra)
            "'spec':{'containers':[{'name':'c','resources':{'requests':{%s}}}]"
            "%s%s}}",
            requests ? requests : "", extra ? "," : "", extra ? extra : "");
-  obj = json_sq(buf);
+  obj = gq_test_json_sq(buf);
   if (gq_pod_decode(obj, p, err, sizeof(err)) != 0)
     fail_msg("pod %s: %s", buf, err);
   json_decref(obj);

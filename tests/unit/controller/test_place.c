@@ -1,8 +1,6 @@
 /* gpuq's capacity model and gang placement (controller/place.h) on small
- * clusters built inline, plus the MIG fixture node.
- *
- * Inline JSON is written with single quotes, which sq() turns into double
- * quotes before decoding (no value below contains a quote).
+ * clusters built inline (single-quoted JSON, gq_test_json_sq()), plus the
+ * MIG fixture node.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,25 +14,10 @@
 #include "api/gpujob.h"
 #include "api/node.h"
 #include "base/err.h"
+#include "tests/support/fixture.h"
 #include "controller/place.h"
 
 #define MAXN 16
-
-static json_t *sq(const char *s)
-{
-  char buf[8192];
-  json_error_t jerr;
-  json_t *v;
-  size_t i;
-
-  for (i = 0; s[i] && i + 1 < sizeof(buf); i++)
-    buf[i] = s[i] == '\'' ? '"' : s[i];
-  buf[i] = '\0';
-  v = json_loads(buf, 0, &jerr);
-  if (!v)
-    fail_msg("bad test JSON %s: %s", buf, jerr.text);
-  return v;
-}
 
 /* A Ready node with 'gpus' nvidia.com/gpu, 64 CPUs, 512Gi and 110 pods.
  * labels: extra label members (single quotes) or "". spec: spec members or
@@ -51,7 +34,7 @@ static void node(struct gq_node *n, const char *name, int gpus,
            "'pods':'110','nvidia.com/gpu':'%d'},"
            "'conditions':[{'type':'Ready','status':'True'}]}}",
            name, name, labels[0] ? "," : "", labels, spec, gpus);
-  obj = sq(buf);
+  obj = gq_test_json_sq(buf);
   if (gq_node_decode(obj, NULL, n, err, sizeof(err)) != 0)
     fail_msg("node %s: %s", name, err);
   json_decref(obj);
@@ -73,7 +56,7 @@ static void job(struct gq_gpujob *j, int replicas, int gpus, const char *gpu,
            "'image':'x','resources':{'requests':{'cpu':'4','memory':'16Gi'}}}]"
            "%s%s}}}}",
            replicas, gpus, gpu, pod[0] ? "," : "", pod);
-  obj = sq(buf);
+  obj = gq_test_json_sq(buf);
   if (gq_gpujob_decode(obj, j, err, sizeof(err)) != 0)
     fail_msg("job: %s", err);
   json_decref(obj);
