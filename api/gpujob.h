@@ -29,6 +29,22 @@
 #define GQ_API_VERSION "gpuq.dev/v1alpha1"
 #define GQ_DEFAULT_GPU_RESOURCE "nvidia.com/gpu"
 
+/* Labels gpuq puts on its pods (DESIGN §3); the sim's checker and the
+ * queue rebuild read them back. */
+#define GQ_LBL_JOB "gpuq.dev/job"
+#define GQ_LBL_JOB_UID "gpuq.dev/job-uid"
+#define GQ_LBL_TEAM "gpuq.dev/team"
+#define GQ_LBL_ATTEMPT "gpuq.dev/attempt"
+#define GQ_LBL_REPLICA "gpuq.dev/replica"
+
+/* Environment gpuq gives each pod (DESIGN §3); the resume location is read
+ * by the job, and by gpuq-sim's kubelet. */
+#define GQ_ENV_JOB "GPUQ_JOB"
+#define GQ_ENV_ATTEMPT "GPUQ_ATTEMPT"
+#define GQ_ENV_RESUME_FROM "GPUQ_RESUME_FROM"
+#define GQ_ENV_REPLICA "GPUQ_REPLICA"
+#define GQ_ENV_REPLICAS "GPUQ_REPLICAS"
+
 /* Bounds shared with the CRD schema (crds/gpujobs.gpuq.dev.yaml). */
 #define GQ_MAX_REPLICAS 4096
 #define GQ_MAX_GPUS_PER_REPLICA 1024

@@ -100,9 +100,9 @@ static void check_overcommit(struct gq_sim *s, const json_t *pod)
 void gq_sim_check_account(struct gq_sim *s, const json_t *pod, int sign)
 {
   struct gq_sim_engine *e = s->engine;
-  const char *team = label(pod, "gpuq.dev/team"), *res;
-  const char *ju = label(pod, "gpuq.dev/job-uid");
-  const char *att = label(pod, "gpuq.dev/attempt");
+  const char *team = label(pod, GQ_LBL_TEAM), *res;
+  const char *ju = label(pod, GQ_LBL_JOB_UID);
+  const char *att = label(pod, GQ_LBL_ATTEMPT);
   json_t *per, *v;
 
   if (!pod || !holds(pod))
@@ -132,8 +132,8 @@ void gq_sim_check_account(struct gq_sim *s, const json_t *pod, int sign)
  * (the new pod is already counted in the index). */
 static void check_generations(struct gq_sim *s, const json_t *pod)
 {
-  const char *ju = label(pod, "gpuq.dev/job-uid");
-  const char *att = label(pod, "gpuq.dev/attempt");
+  const char *ju = label(pod, GQ_LBL_JOB_UID);
+  const char *att = label(pod, GQ_LBL_ATTEMPT);
   const json_t *per = ju ? json_object_get(s->engine->attempts, ju) : NULL;
   const char *other;
   json_t *v;
@@ -200,7 +200,7 @@ static int64_t team_limit(struct gq_sim *s, const char *team,
  * (already in the index). */
 static void check_quota(struct gq_sim *s, const json_t *pod)
 {
-  const char *team = label(pod, "gpuq.dev/team"), *res;
+  const char *team = label(pod, GQ_LBL_TEAM), *res;
   int64_t mine = pod_gpus(pod, &res), total, limit;
   char msg[512];
 

@@ -23,6 +23,7 @@
 #include <uthash.h>
 #include <uv.h>
 
+#include "api/gpujob.h" /* GQ_LBL_*: the labels gpuq puts on its pods */
 #include "api/match.h"
 #include "api/node.h"
 #include "sim/sim.h"
@@ -34,11 +35,6 @@
 #define GQ_ANN_FAIL_AFTER "sim.gpuq.dev/fail-after-seconds"
 #define GQ_ANN_EXIT "sim.gpuq.dev/exit-code"
 
-/* Labels gpuq puts on its pods (DESIGN §3). */
-#define GQ_LBL_JOB "gpuq.dev/job"
-#define GQ_LBL_JOB_UID "gpuq.dev/job-uid"
-#define GQ_LBL_TEAM "gpuq.dev/team"
-#define GQ_LBL_ATTEMPT "gpuq.dev/attempt"
 
 enum gq_tev_type {
   GQ_TEV_POD_DONE,   /* run time reached: Succeeded */

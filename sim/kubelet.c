@@ -490,7 +490,7 @@ static double resume_from(const json_t *pod)
       const char *val = json_string_value(json_object_get(v, "value"));
       const char *slash;
 
-      if (!name || strcmp(name, "GPUQ_RESUME_FROM") || !val || !*val)
+      if (!name || strcmp(name, GQ_ENV_RESUME_FROM) || !val || !*val)
         continue;
       slash = strrchr(val, '/');
       return slash ? strtod(slash + 1, NULL) : 0;

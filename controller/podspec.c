@@ -1,0 +1,204 @@
+/* controller/podspec.c - pods and Services for GpuJobs (see podspec.h). */
+#include "controller/podspec.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api/names.h"
+
+#define HOSTNAME_LABEL "kubernetes.io/hostname"
+
+void gq_pod_name(const struct gq_gpujob *j, int64_t attempt, int32_t replica,
+                 char *buf, size_t len)
+{
+  size_t n = strlen(j->meta.name);
+
+  if (n > 32)
+    n = 32;
+  while (n > 0 && j->meta.name[n - 1] == '-')
+    n--;
+  snprintf(buf, len, "%.*s-%.8s-%" PRId64 "-%d", (int)n, j->meta.name,
+           j->meta.uid, attempt, (int)replica);
+}
+
+void gq_service_name(const struct gq_gpujob *j, char *buf, size_t len)
+{
+  const char *name = j->meta.name;
+  size_t n = strlen(name);
+
+  if (isalpha((unsigned char)name[0]) && gq_dns_label_ok(name, n))
+    snprintf(buf, len, "%s", name);
+  else
+    snprintf(buf, len, "gj-%.60s", name);
+}
+
+/* Returns obj[key], creating an empty object there if absent or not one. */
+static json_t *obj_at(json_t *obj, const char *key)
+{
+  json_t *v = json_object_get(obj, key);
+
+  if (!json_is_object(v)) {
+    v = json_object();
+    json_object_set_new(obj, key, v);
+  }
+  return v;
+}
+
+static json_t *arr_at(json_t *obj, const char *key)
+{
+  json_t *v = json_object_get(obj, key);
+
+  if (!json_is_array(v)) {
+    v = json_array();
+    json_object_set_new(obj, key, v);
+  }
+  return v;
+}
+
+static json_t *owner_refs(const struct gq_gpujob *j)
+{
+  return json_pack("[{s:s, s:s, s:s, s:s, s:b, s:b}]", "apiVersion",
+                   GQ_API_VERSION, "kind", "GpuJob", "name", j->meta.name,
+                   "uid", j->meta.uid, "controller", 1, "blockOwnerDeletion",
+                   1);
+}
+
+/* Sets env var name=value on container c, replacing one of that name. */
+static void env_set(json_t *c, const char *name, const char *value)
+{
+  json_t *env = arr_at(c, "env");
+  size_t i;
+  json_t *e;
+
+  json_array_foreach(env, i, e) {
+    const char *n = json_string_value(json_object_get(e, "name"));
+
+    if (n && strcmp(n, name) == 0) {
+      json_array_remove(env, i);
+      break;
+    }
+  }
+  json_array_append_new(env, json_pack("{s:s, s:s}", "name", name, "value",
+                                       value));
+}
+
+static void env_set_int(json_t *c, const char *name, int64_t v)
+{
+  char buf[32];
+
+  snprintf(buf, sizeof(buf), "%" PRId64, v);
+  env_set(c, name, buf);
+}
+
+static void pin_node(json_t *spec, const char *node)
+{
+  json_t *req = obj_at(obj_at(obj_at(spec, "affinity"), "nodeAffinity"),
+                       "requiredDuringSchedulingIgnoredDuringExecution");
+  json_t *terms = arr_at(req, "nodeSelectorTerms");
+  size_t i;
+  json_t *t;
+
+  if (json_array_size(terms) == 0)
+    json_array_append_new(terms, json_object());
+  json_array_foreach(terms, i, t) {
+    json_array_append_new(
+        arr_at(t, "matchExpressions"),
+        json_pack("{s:s, s:s, s:[s]}", "key", HOSTNAME_LABEL, "operator",
+                  "In", "values", node));
+  }
+}
+
+json_t *gq_pod_build(const struct gq_gpujob *j, int64_t attempt,
+                     int32_t replica, const char *node,
+                     const char *resume_from)
+{
+  const json_t *tmeta = json_object_get(j->template, "metadata");
+  json_t *pod = json_object(), *meta, *labels, *spec, *containers, *c;
+  char name[GQ_POD_NAME_MAX + 1], svc[64], buf[320];
+  size_t i;
+
+  gq_pod_name(j, attempt, replica, name, sizeof(name));
+  json_object_set_new(pod, "apiVersion", json_string("v1"));
+  json_object_set_new(pod, "kind", json_string("Pod"));
+  meta = obj_at(pod, "metadata");
+  json_object_set_new(meta, "name", json_string(name));
+  json_object_set_new(meta, "namespace", json_string(j->meta.ns));
+  labels = json_object_get(tmeta, "labels");
+  labels = json_is_object(labels) ? json_deep_copy(labels) : json_object();
+  json_object_set_new(meta, "labels", labels);
+  if (json_is_object(json_object_get(tmeta, "annotations")))
+    json_object_set_new(meta, "annotations",
+                        json_deep_copy(json_object_get(tmeta, "annotations")));
+  json_object_set_new(labels, GQ_LBL_JOB, json_string(j->meta.name));
+  json_object_set_new(labels, GQ_LBL_JOB_UID, json_string(j->meta.uid));
+  json_object_set_new(labels, GQ_LBL_TEAM, json_string(j->team));
+  snprintf(buf, sizeof(buf), "%" PRId64, attempt);
+  json_object_set_new(labels, GQ_LBL_ATTEMPT, json_string(buf));
+  snprintf(buf, sizeof(buf), "%d", (int)replica);
+  json_object_set_new(labels, GQ_LBL_REPLICA, json_string(buf));
+  json_object_set_new(meta, "ownerReferences", owner_refs(j));
+
+  spec = json_deep_copy(json_object_get(j->template, "spec"));
+  json_object_set_new(pod, "spec", spec);
+  if (!json_object_get(spec, "restartPolicy"))
+    json_object_set_new(spec, "restartPolicy", json_string("Never"));
+  if (j->priority_class)
+    json_object_set_new(spec, "priorityClassName",
+                        json_string(j->priority_class));
+  pin_node(spec, node);
+
+  containers = json_object_get(spec, "containers");
+  c = json_array_get(containers, 0); /* the decoder requires one */
+  {
+    json_t *res = obj_at(c, "resources");
+
+    snprintf(buf, sizeof(buf), "%d", (int)j->gpus_per_replica);
+    json_object_set_new(obj_at(res, "requests"), j->gpu_resource,
+                        json_string(buf));
+    json_object_set_new(obj_at(res, "limits"), j->gpu_resource,
+                        json_string(buf));
+  }
+
+  gq_service_name(j, svc, sizeof(svc));
+  if (j->replicas > 1) {
+    char master[GQ_POD_NAME_MAX + 1];
+
+    json_object_set_new(spec, "hostname", json_string(name));
+    json_object_set_new(spec, "subdomain", json_string(svc));
+    gq_pod_name(j, attempt, 0, master, sizeof(master));
+    snprintf(buf, sizeof(buf), "%s.%s.%s.svc", master, svc, j->meta.ns);
+  }
+  json_array_foreach(containers, i, c) {
+    env_set(c, GQ_ENV_JOB, j->meta.name);
+    env_set_int(c, GQ_ENV_ATTEMPT, attempt);
+    if (resume_from)
+      env_set(c, GQ_ENV_RESUME_FROM, resume_from);
+    if (j->replicas > 1) {
+      env_set_int(c, "RANK", replica);
+      env_set_int(c, "WORLD_SIZE", j->replicas);
+      env_set(c, "MASTER_ADDR", buf);
+      env_set_int(c, "MASTER_PORT", GQ_MASTER_PORT);
+      env_set_int(c, GQ_ENV_REPLICA, replica);
+      env_set_int(c, GQ_ENV_REPLICAS, j->replicas);
+    }
+  }
+  return pod;
+}
+
+json_t *gq_service_build(const struct gq_gpujob *j)
+{
+  char svc[64];
+
+  gq_service_name(j, svc, sizeof(svc));
+  return json_pack(
+      "{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s}, s:o}, "
+      "s:{s:s, s:b, s:{s:s}, s:[{s:s, s:i, s:s}]}}",
+      "apiVersion", "v1", "kind", "Service", "metadata", "name", svc,
+      "namespace", j->meta.ns, "labels", GQ_LBL_JOB, j->meta.name,
+      GQ_LBL_JOB_UID, j->meta.uid, "ownerReferences", owner_refs(j), "spec",
+      "clusterIP", "None", "publishNotReadyAddresses", 1, "selector",
+      GQ_LBL_JOB_UID, j->meta.uid, "ports", "name", "rendezvous", "port",
+      GQ_MASTER_PORT, "protocol", "TCP");
+}

@@ -1,0 +1,75 @@
+/* controller/podspec.h - the pods and Service gpuq creates for a GpuJob
+ * (DESIGN §3).
+ *
+ * Pure: builds JSON documents from a decoded GpuJob and a placement; no I/O.
+ * Every builder returns a new jansson reference the caller owns
+ * (json_decref), and never fails except by aborting on OOM (jansson
+ * allocation failures are treated like gq_x* ones).
+ */
+#ifndef GQ_CONTROLLER_PODSPEC_H
+#define GQ_CONTROLLER_PODSPEC_H
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api/gpujob.h"
+
+/* PyTorch's default rendezvous port (torch.distributed, init_method env://),
+ * given as MASTER_PORT. */
+#define GQ_MASTER_PORT 29500
+
+/* Longest pod name gpuq makes: a DNS-1123 label, because a replica's pod
+ * name is also its hostname (RFC 1123 §2.1 as Kubernetes applies it,
+ * IsDNS1123Label). */
+#define GQ_POD_NAME_MAX 63
+
+/* Writes the pod name of (job uid, attempt, replica) into buf (len bytes,
+ * at least GQ_POD_NAME_MAX + 1): "<name>-<uid8>-<attempt>-<replica>",
+ * where <name> is the job's name cut to 32 characters (trailing '-'
+ * dropped) and <uid8> the first 8 characters of metadata.uid. The same
+ * arguments always give the same name, so a retried create cannot make a
+ * second pod; a job recreated under the same name has another uid and so
+ * other pod names. attempt >= 1 (status.attempts after the increment),
+ * 0 <= replica < j->replicas. */
+void gq_pod_name(const struct gq_gpujob *j, int64_t attempt, int32_t replica,
+                 char *buf, size_t len);
+
+/* Writes the name of the job's headless Service into buf (len bytes, at
+ * least 64): the job's name when it is a valid DNS-1035 label (Service
+ * names must start with a letter), else "gj-" + the name cut to 60. */
+void gq_service_name(const struct gq_gpujob *j, char *buf, size_t len);
+
+/* Builds replica 'replica' of attempt 'attempt' of job j, pinned to node
+ * 'node' (borrowed). From j->template it keeps metadata labels and
+ * annotations and the whole pod spec, then sets (DESIGN §3):
+ *   - metadata name (gq_pod_name), namespace, labels GQ_LBL_JOB, _JOB_UID,
+ *     _TEAM, _ATTEMPT, _REPLICA, and one controller owner reference to the
+ *     GpuJob (controller and blockOwnerDeletion true; kubectl drain
+ *     refuses pods without a controller);
+ *   - the GPU: requests = limits = gpusPerReplica of spec.gpu.resource on
+ *     the first container (the GpuJob decoder rejects templates that
+ *     request the resource themselves, or set nodeName);
+ *   - a required node affinity on kubernetes.io/hostname In [node], ANDed
+ *     into every term the template already has (terms are ORed, so the pin
+ *     goes into each), or as the only term;
+ *   - env on every container: GPUQ_JOB (the job's name), GPUQ_ATTEMPT, and
+ *     GPUQ_RESUME_FROM when resume_from is not NULL; for j->replicas > 1
+ *     also RANK, WORLD_SIZE, MASTER_ADDR (replica 0's
+ *     "<pod>.<service>.<namespace>.svc"), MASTER_PORT, GPUQ_REPLICA and
+ *     GPUQ_REPLICAS, hostname = the pod name and subdomain = the Service
+ *     name. Variables gpuq sets replace the template's of the same name;
+ *   - restartPolicy Never when the template has none (a failed replica is
+ *     retried by gpuq, as a new attempt of the gang);
+ *   - priorityClassName from spec.priorityClassName when set. */
+json_t *gq_pod_build(const struct gq_gpujob *j, int64_t attempt,
+                     int32_t replica, const char *node,
+                     const char *resume_from);
+
+/* Builds the headless Service of a multi-replica job: clusterIP None,
+ * selector GQ_LBL_JOB_UID = the job's uid, publishNotReadyAddresses true
+ * (replicas resolve each other before they are Ready), one port
+ * GQ_MASTER_PORT named "rendezvous", and the same controller owner
+ * reference as the pods. */
+json_t *gq_service_build(const struct gq_gpujob *j);
+
+#endif
