@@ -44,16 +44,9 @@ static int group_teardown(void **state)
 static json_t *call(const char *method, const char *path, json_t *body,
                     int want)
 {
-  char url[512], *resp, *text = body ? json_dumps(body, 0) : NULL;
-  int code;
-  json_t *j;
+  char *text = body ? json_dumps(body, 0) : NULL;
+  json_t *j = gq_test_sim_call(&sim, method, path, text, want);
 
-  snprintf(url, sizeof(url), "%s%s", sim.url, path);
-  code = gq_test_http(method, url, text, NULL, NULL, &resp);
-  if (code != want)
-    fail_msg("%s %s: status %d, want %d: %s", method, path, code, want, resp);
-  j = json_loads(resp, JSON_DECODE_ANY, NULL);
-  free(resp);
   free(text);
   return j;
 }

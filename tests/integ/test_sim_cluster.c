@@ -40,17 +40,7 @@ static int group_teardown(void **state)
 static json_t *call(const char *method, const char *path, const char *body,
                     int want)
 {
-  char url[512], *resp;
-  int code;
-  json_t *j;
-
-  snprintf(url, sizeof(url), "%s%s", sim.url, path);
-  code = gq_test_http(method, url, body, NULL, NULL, &resp);
-  if (code != want)
-    fail_msg("%s %s: status %d, want %d: %s", method, path, code, want, resp);
-  j = json_loads(resp, JSON_DECODE_ANY, NULL);
-  free(resp);
-  return j;
+  return gq_test_sim_call(&sim, method, path, body, want);
 }
 
 /* A pod JSON: name, node to pin by nodeName ("" = none), GPUs, and

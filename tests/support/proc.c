@@ -6,6 +6,9 @@
 #include "base/buf.h"
 
 #include <curl/curl.h>
+#include <setjmp.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -18,6 +21,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <cmocka.h>
 
 #ifndef GQ_BINARY_DIR
 #define GQ_BINARY_DIR "build"
@@ -326,4 +331,20 @@ int gq_test_make_cert(const char *dir, const char *name, char *crt, char *key)
   }
   waitpid(pid, &status, 0);
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+json_t *gq_test_sim_call(const struct gq_test_sim *s, const char *method,
+                         const char *path, const char *body, int want)
+{
+  char url[512], *resp;
+  int code;
+  json_t *j;
+
+  snprintf(url, sizeof(url), "%s%s", s->url, path);
+  code = gq_test_http(method, url, body, NULL, NULL, &resp);
+  if (code != want)
+    fail_msg("%s %s: status %d, want %d: %s", method, path, code, want, resp);
+  j = json_loads(resp, JSON_DECODE_ANY, NULL);
+  free(resp);
+  return j;
 }

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include <jansson.h>
+
 struct gq_test_sim {
   pid_t pid;
   char dir[256];        /* temporary directory, removed by stop */
@@ -62,6 +64,12 @@ int gq_test_wait_file(const char *path, const char *needle, int timeout_ms);
  * else the system's. */
 int gq_test_http(const char *method, const char *url, const char *body,
                  const char *ctype, const char *token, char **resp);
+
+/* Calls the sim: method on s->url + path with a JSON body (may be NULL),
+ * and fails the running cmocka test unless the status is 'want'. Returns
+ * the decoded response (new reference; NULL if it is not JSON). */
+json_t *gq_test_sim_call(const struct gq_test_sim *s, const char *method,
+                         const char *path, const char *body, int want);
 
 /* Makes a self-signed certificate for 127.0.0.1 with the openssl tool:
  * dir/name.crt and dir/name.key (paths into crt and key, 300 bytes each).
