@@ -274,6 +274,19 @@ static int str_cmp(const void *a, const void *b)
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* Gathers into cand the eligible nodes whose domain (dom[x] for elig[x])
+ * is 'want'; returns how many. */
+static size_t in_domain(const size_t *elig, const char *const *dom, size_t m,
+                        const char *want, size_t *cand)
+{
+  size_t nc = 0;
+
+  for (size_t x = 0; x < m; x++)
+    if (dom[x] && strcmp(dom[x], want) == 0)
+      cand[nc++] = elig[x];
+  return nc;
+}
+
 /* For a multi-replica gang: tries each topology domain among the eligible
  * nodes and places the gang in the one that holds it with the fewest free
  * GPUs (ties by name). Returns 1 with out filled, or 0. */
@@ -281,48 +294,39 @@ static int place_one_domain(struct gq_capacity *c, const size_t *elig,
                             size_t m, const struct gq_podsched *r,
                             const struct gq_gpujob *j, size_t *out)
 {
-  const char **doms = gq_xcalloc(m ? m : 1, sizeof(*doms));
-  size_t *cand = gq_xcalloc(m ? m : 1, sizeof(*cand));
-  size_t nd = 0, u = 0, nc;
+  const char **dom = gq_xcalloc(m, sizeof(*dom));    /* per eligible node */
+  const char **sorted = gq_xcalloc(m, sizeof(*sorted)); /* distinct, sorted */
+  size_t *cand = gq_xcalloc(m, sizeof(*cand));
+  size_t nd = 0, nc;
   const char *best = NULL;
   int64_t best_free = 0;
 
   for (size_t x = 0; x < m; x++)
-    if ((doms[nd] = domain_of(c, elig[x])))
-      nd++;
-  qsort(doms, nd, sizeof(*doms), str_cmp);
+    if ((dom[x] = domain_of(c, elig[x])))
+      sorted[nd++] = dom[x];
+  qsort(sorted, nd, sizeof(*sorted), str_cmp);
   for (size_t d = 0; d < nd; d++) {
     int64_t f;
 
-    if (d > 0 && strcmp(doms[d], doms[d - 1]) == 0)
+    if (d > 0 && strcmp(sorted[d], sorted[d - 1]) == 0)
       continue;
-    nc = 0;
-    for (size_t x = 0; x < m; x++) {
-      const char *v = domain_of(c, elig[x]);
-
-      if (v && strcmp(v, doms[d]) == 0)
-        cand[nc++] = elig[x];
-    }
+    nc = in_domain(elig, dom, m, sorted[d], cand);
     if (place_in(c, cand, nc, r, j->gpu_resource, j->replicas, out) !=
         j->replicas)
       continue;
     f = free_sum(c, cand, nc, j->gpu_resource);
     if (!best || f < best_free) {
-      best = doms[d];
+      best = sorted[d];
       best_free = f;
     }
   }
   if (best) {
-    for (size_t x = 0; x < m; x++) {
-      const char *v = domain_of(c, elig[x]);
-
-      if (v && strcmp(v, best) == 0)
-        cand[u++] = elig[x];
-    }
-    place_in(c, cand, u, r, j->gpu_resource, j->replicas, out);
+    nc = in_domain(elig, dom, m, best, cand);
+    place_in(c, cand, nc, r, j->gpu_resource, j->replicas, out);
   }
   free(cand);
-  free(doms);
+  free(sorted);
+  free(dom);
   return best != NULL;
 }
 
