@@ -106,52 +106,41 @@ static int product_accepted(const struct gq_gpujob *j, const char *product)
   return 0;
 }
 
-static void say(char *why, size_t whylen, const char *fmt, const char *s,
-                long long a, long long b)
-{
-  if (whylen == 0)
-    return;
-  if (s)
-    snprintf(why, whylen, fmt, s);
-  else
-    snprintf(why, whylen, fmt, a, b);
-}
-
 const char *gq_job_node_check(const struct gq_node *n,
                               const struct gq_gpujob *j,
                               const struct gq_podsched *r, char *why,
                               size_t whylen)
 {
-  const char *reason;
+  const char *reason = NULL;
+  char msg[192] = "";
 
   if (gq_node_allocatable(n, j->gpu_resource) <= 0) {
-    say(why, whylen, "node(s) had no allocatable %s", j->gpu_resource, 0, 0);
-    return "NoGpu";
-  }
-  reason = gq_node_eligible(n, r, why, whylen);
-  if (reason)
-    return reason;
-  if (j->n_products > 0 &&
-      (!n->gpu_product || !product_accepted(j, n->gpu_product))) {
-    if (n->gpu_product)
-      say(why, whylen, "node(s) had GPU product %s not in spec.gpu.products",
-          n->gpu_product, 0, 0);
-    else
-      say(why, whylen, "node(s) had no GPU product label%s", "", 0, 0);
-    return "GpuProduct";
-  }
-  if (j->min_memory_mib > 0 && n->gpu_memory_mib < j->min_memory_mib) {
-    if (n->gpu_memory_mib < 0)
-      say(why, whylen, "node(s) had no GPU memory label%s", "", 0, 0);
-    else
-      say(why, whylen,
-          "node(s) had GPU memory %lld MiB, below spec.gpu.minMemoryMiB %lld",
-          NULL, (long long)n->gpu_memory_mib, (long long)j->min_memory_mib);
-    return "GpuMemory";
+    snprintf(msg, sizeof(msg), "node(s) had no allocatable %s",
+             j->gpu_resource);
+    reason = "NoGpu";
+  } else if ((reason = gq_node_eligible(n, r, msg, sizeof(msg)))) {
+    /* Kubernetes' own reason and message */
+  } else if (j->n_products > 0 && !n->gpu_product) {
+    snprintf(msg, sizeof(msg), "node(s) had no GPU product label");
+    reason = "GpuProduct";
+  } else if (j->n_products > 0 && !product_accepted(j, n->gpu_product)) {
+    snprintf(msg, sizeof(msg),
+             "node(s) had GPU product %s not in spec.gpu.products",
+             n->gpu_product);
+    reason = "GpuProduct";
+  } else if (j->min_memory_mib > 0 && n->gpu_memory_mib < 0) {
+    snprintf(msg, sizeof(msg), "node(s) had no GPU memory label");
+    reason = "GpuMemory";
+  } else if (j->min_memory_mib > 0 && n->gpu_memory_mib < j->min_memory_mib) {
+    snprintf(msg, sizeof(msg),
+             "node(s) had GPU memory %lld MiB, below spec.gpu.minMemoryMiB "
+             "%lld",
+             (long long)n->gpu_memory_mib, (long long)j->min_memory_mib);
+    reason = "GpuMemory";
   }
   if (whylen)
-    why[0] = '\0';
-  return NULL;
+    snprintf(why, whylen, "%s", msg);
+  return reason;
 }
 
 /* ---- placement ----------------------------------------------------------- */

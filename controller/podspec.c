@@ -7,31 +7,47 @@
 #include <string.h>
 
 #include "api/names.h"
+#include "api/node.h"
 
 #define HOSTNAME_LABEL "kubernetes.io/hostname"
+
+/* Copies at most max characters of name into out as a DNS-1123 label
+ * part: '.' (allowed in a GpuJob name, a DNS subdomain) becomes '-', and
+ * trailing '-' are dropped. Returns the length written. */
+static size_t label_part(const char *name, size_t max, char *out)
+{
+  size_t n = 0;
+
+  for (; name[n] && n < max; n++)
+    out[n] = name[n] == '.' ? '-' : name[n];
+  while (n > 0 && out[n - 1] == '-')
+    n--;
+  out[n] = '\0';
+  return n;
+}
 
 void gq_pod_name(const struct gq_gpujob *j, int64_t attempt, int32_t replica,
                  char *buf, size_t len)
 {
-  size_t n = strlen(j->meta.name);
+  char part[33];
 
-  if (n > 32)
-    n = 32;
-  while (n > 0 && j->meta.name[n - 1] == '-')
-    n--;
-  snprintf(buf, len, "%.*s-%.8s-%" PRId64 "-%d", (int)n, j->meta.name,
-           j->meta.uid, attempt, (int)replica);
+  label_part(j->meta.name, 32, part);
+  snprintf(buf, len, "%s-%.8s-%" PRId64 "-%d", part, j->meta.uid, attempt,
+           (int)replica);
 }
 
 void gq_service_name(const struct gq_gpujob *j, char *buf, size_t len)
 {
   const char *name = j->meta.name;
-  size_t n = strlen(name);
+  char part[64];
 
-  if (isalpha((unsigned char)name[0]) && gq_dns_label_ok(name, n))
+  if (isalpha((unsigned char)name[0]) &&
+      gq_dns_label_ok(name, strlen(name)))
     snprintf(buf, len, "%s", name);
-  else
-    snprintf(buf, len, "gj-%.60s", name);
+  else {
+    label_part(name, 50, part);
+    snprintf(buf, len, "gj-%s-%.8s", part, j->meta.uid);
+  }
 }
 
 /* Returns obj[key], creating an empty object there if absent or not one. */
@@ -65,23 +81,31 @@ static json_t *owner_refs(const struct gq_gpujob *j)
                    1);
 }
 
-/* Sets env var name=value on container c, replacing one of that name. */
+/* Sets env var name=value on container c: in place of the first entry of
+ * that name (so template variables that refer to it with $(NAME) keep
+ * their order), removing any later duplicates; appended if absent. */
 static void env_set(json_t *c, const char *name, const char *value)
 {
   json_t *env = arr_at(c, "env");
-  size_t i;
-  json_t *e;
+  json_t *v = json_pack("{s:s, s:s}", "name", name, "value", value);
+  int done = 0;
 
-  json_array_foreach(env, i, e) {
-    const char *n = json_string_value(json_object_get(e, "name"));
+  for (size_t i = 0; i < json_array_size(env);) {
+    const char *n =
+        json_string_value(json_object_get(json_array_get(env, i), "name"));
 
-    if (n && strcmp(n, name) == 0) {
+    if (!n || strcmp(n, name) != 0) {
+      i++;
+    } else if (!done) {
+      json_array_set(env, i++, v);
+      done = 1;
+    } else {
       json_array_remove(env, i);
-      break;
     }
   }
-  json_array_append_new(env, json_pack("{s:s, s:s}", "name", name, "value",
-                                       value));
+  if (!done)
+    json_array_append(env, v);
+  json_decref(v);
 }
 
 static void env_set_int(json_t *c, const char *name, int64_t v)
@@ -92,26 +116,41 @@ static void env_set_int(json_t *c, const char *name, int64_t v)
   env_set(c, name, buf);
 }
 
-static void pin_node(json_t *spec, const char *node)
+/* Adds the pin to every non-empty term of the template's required node
+ * affinity, or makes it the only term. An empty (or non-object) term
+ * matches no node in Kubernetes and stays that way. The pin is
+ * kubernetes.io/hostname In [the node's hostname label] (DESIGN §3); a node
+ * without that label is pinned by matchFields metadata.name, as the
+ * DaemonSet controller does. */
+static void pin_node(json_t *spec, const struct gq_node *node)
 {
   json_t *req = obj_at(obj_at(obj_at(spec, "affinity"), "nodeAffinity"),
                        "requiredDuringSchedulingIgnoredDuringExecution");
   json_t *terms = arr_at(req, "nodeSelectorTerms");
+  const char *host = gq_meta_label(&node->meta, HOSTNAME_LABEL);
+  const char *list = host ? "matchExpressions" : "matchFields";
+  json_t *pin = json_pack("{s:s, s:s, s:[s]}", "key",
+                          host ? HOSTNAME_LABEL : "metadata.name", "operator",
+                          "In", "values", host ? host : node->meta.name);
   size_t i;
   json_t *t;
 
-  if (json_array_size(terms) == 0)
-    json_array_append_new(terms, json_object());
-  json_array_foreach(terms, i, t) {
-    json_array_append_new(
-        arr_at(t, "matchExpressions"),
-        json_pack("{s:s, s:s, s:[s]}", "key", HOSTNAME_LABEL, "operator",
-                  "In", "values", node));
+  if (json_array_size(terms) == 0) {
+    json_array_append_new(terms, json_pack("{s:[O]}", list, pin));
+  } else {
+    json_array_foreach(terms, i, t) {
+      if (!json_is_object(t))
+        json_array_set_new(terms, i, json_object());
+      else if (json_array_size(json_object_get(t, "matchExpressions")) > 0 ||
+               json_array_size(json_object_get(t, "matchFields")) > 0)
+        json_array_append(arr_at(t, list), pin);
+    }
   }
+  json_decref(pin);
 }
 
 json_t *gq_pod_build(const struct gq_gpujob *j, int64_t attempt,
-                     int32_t replica, const char *node,
+                     int32_t replica, const struct gq_node *node,
                      const char *resume_from)
 {
   const json_t *tmeta = json_object_get(j->template, "metadata");
@@ -170,18 +209,24 @@ json_t *gq_pod_build(const struct gq_gpujob *j, int64_t attempt,
     gq_pod_name(j, attempt, 0, master, sizeof(master));
     snprintf(buf, sizeof(buf), "%s.%s.%s.svc", master, svc, j->meta.ns);
   }
-  json_array_foreach(containers, i, c) {
-    env_set(c, GQ_ENV_JOB, j->meta.name);
-    env_set_int(c, GQ_ENV_ATTEMPT, attempt);
-    if (resume_from)
-      env_set(c, GQ_ENV_RESUME_FROM, resume_from);
-    if (j->replicas > 1) {
-      env_set_int(c, "RANK", replica);
-      env_set_int(c, "WORLD_SIZE", j->replicas);
-      env_set(c, "MASTER_ADDR", buf);
-      env_set_int(c, "MASTER_PORT", GQ_MASTER_PORT);
-      env_set_int(c, GQ_ENV_REPLICA, replica);
-      env_set_int(c, GQ_ENV_REPLICAS, j->replicas);
+  for (int k = 0; k < 2; k++) {
+    json_t *list = json_object_get(spec, k ? "initContainers" : "containers");
+
+    json_array_foreach(list, i, c) {
+      if (!json_is_object(c))
+        continue;
+      env_set(c, GQ_ENV_JOB, j->meta.name);
+      env_set_int(c, GQ_ENV_ATTEMPT, attempt);
+      if (resume_from)
+        env_set(c, GQ_ENV_RESUME_FROM, resume_from);
+      if (j->replicas > 1) {
+        env_set_int(c, "RANK", replica);
+        env_set_int(c, "WORLD_SIZE", j->replicas);
+        env_set(c, "MASTER_ADDR", buf);
+        env_set_int(c, "MASTER_PORT", GQ_MASTER_PORT);
+        env_set_int(c, GQ_ENV_REPLICA, replica);
+        env_set_int(c, GQ_ENV_REPLICAS, j->replicas);
+      }
     }
   }
   return pod;

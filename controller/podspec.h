@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "api/gpujob.h"
+#include "api/node.h"
 
 /* PyTorch's default rendezvous port (torch.distributed, init_method env://),
  * given as MASTER_PORT. */
@@ -25,23 +26,28 @@
 
 /* Writes the pod name of (job uid, attempt, replica) into buf (len bytes,
  * at least GQ_POD_NAME_MAX + 1): "<name>-<uid8>-<attempt>-<replica>",
- * where <name> is the job's name cut to 32 characters (trailing '-'
- * dropped) and <uid8> the first 8 characters of metadata.uid. The same
- * arguments always give the same name, so a retried create cannot make a
- * second pod; a job recreated under the same name has another uid and so
- * other pod names. attempt >= 1 (status.attempts after the increment),
- * 0 <= replica < j->replicas. */
+ * where <name> is the job's name cut to 32 characters with '.' turned into
+ * '-' and trailing '-' dropped, and <uid8> the first 8 characters of
+ * metadata.uid. The result is a DNS-1123 label of at most 57 characters
+ * (attempt <= INT32_MAX). The same arguments always give the same name, so
+ * a retried create cannot make a second pod; a job recreated under the
+ * same name has another uid and so other pod names. Requires a job read
+ * from the API server: metadata.uid is a non-empty lower-case UUID.
+ * attempt >= 1, 0 <= replica < j->replicas. */
 void gq_pod_name(const struct gq_gpujob *j, int64_t attempt, int32_t replica,
                  char *buf, size_t len);
 
 /* Writes the name of the job's headless Service into buf (len bytes, at
- * least 64): the job's name when it is a valid DNS-1035 label (Service
- * names must start with a letter), else "gj-" + the name cut to 60. */
+ * least 64), a DNS-1035 label (Service names must start with a letter):
+ * the job's name when it already is one, else "gj-<name>-<uid8>" with the
+ * name cut to 50, '.' turned into '-' and trailing '-' dropped. The uid
+ * keeps two jobs whose names map to the same form (9x and 9.x) apart. */
 void gq_service_name(const struct gq_gpujob *j, char *buf, size_t len);
 
 /* Builds replica 'replica' of attempt 'attempt' of job j, pinned to node
- * 'node' (borrowed). From j->template it keeps metadata labels and
- * annotations and the whole pod spec, then sets (DESIGN §3):
+ * 'node' (borrowed, read only during the call). From j->template it keeps
+ * metadata labels and annotations and the whole pod spec, then sets
+ * (DESIGN §3):
  *   - metadata name (gq_pod_name), namespace, labels GQ_LBL_JOB, _JOB_UID,
  *     _TEAM, _ATTEMPT, _REPLICA, and one controller owner reference to the
  *     GpuJob (controller and blockOwnerDeletion true; kubectl drain
@@ -49,20 +55,25 @@ void gq_service_name(const struct gq_gpujob *j, char *buf, size_t len);
  *   - the GPU: requests = limits = gpusPerReplica of spec.gpu.resource on
  *     the first container (the GpuJob decoder rejects templates that
  *     request the resource themselves, or set nodeName);
- *   - a required node affinity on kubernetes.io/hostname In [node], ANDed
- *     into every term the template already has (terms are ORed, so the pin
- *     goes into each), or as the only term;
- *   - env on every container: GPUQ_JOB (the job's name), GPUQ_ATTEMPT, and
- *     GPUQ_RESUME_FROM when resume_from is not NULL; for j->replicas > 1
- *     also RANK, WORLD_SIZE, MASTER_ADDR (replica 0's
- *     "<pod>.<service>.<namespace>.svc"), MASTER_PORT, GPUQ_REPLICA and
+ *   - a required node affinity kubernetes.io/hostname In [the node's
+ *     hostname label], or matchFields metadata.name In [node name] when
+ *     the node has no such label (as the DaemonSet controller pins). Terms
+ *     are ORed, so the pin is ANDed into every non-empty term the template
+ *     has; an empty term matches no node in Kubernetes and is left empty;
+ *     with no terms the pin is the only one;
+ *   - env on every container and init container: GPUQ_JOB (the job's
+ *     name), GPUQ_ATTEMPT, and GPUQ_RESUME_FROM when resume_from is not
+ *     NULL; for j->replicas > 1 also RANK, WORLD_SIZE, MASTER_ADDR (replica
+ *     0's "<pod>.<service>.<namespace>.svc"), MASTER_PORT, GPUQ_REPLICA and
  *     GPUQ_REPLICAS, hostname = the pod name and subdomain = the Service
- *     name. Variables gpuq sets replace the template's of the same name;
+ *     name. A variable gpuq sets replaces the template's first one of the
+ *     same name in place (later duplicates are removed), so $(NAME)
+ *     references keep working;
  *   - restartPolicy Never when the template has none (a failed replica is
  *     retried by gpuq, as a new attempt of the gang);
  *   - priorityClassName from spec.priorityClassName when set. */
 json_t *gq_pod_build(const struct gq_gpujob *j, int64_t attempt,
-                     int32_t replica, const char *node,
+                     int32_t replica, const struct gq_node *node,
                      const char *resume_from);
 
 /* Builds the headless Service of a multi-replica job: clusterIP None,

@@ -117,7 +117,7 @@ static void test_gang_placed_bound_and_running(void **state)
   json_decref(call("POST", "/api/v1/namespaces/default/services", svc, 201));
   json_decref(svc);
   for (int r = 0; r < 2; r++) {
-    json_t *pod = gq_pod_build(&j, 1, r, cap.nodes[out[r]].node->meta.name,
+    json_t *pod = gq_pod_build(&j, 1, r, cap.nodes[out[r]].node,
                                NULL);
 
     json_decref(call("POST", "/api/v1/namespaces/default/pods", pod, 201));

@@ -45,22 +45,32 @@ static void job(struct gq_gpujob *j, const char *name, int replicas,
   json_decref(obj);
 }
 
-static void node(struct gq_node *n, const char *name, const char *zone)
+/* A Ready 8-GPU node; host is its kubernetes.io/hostname label (NULL =
+ * none). */
+static void node_h(struct gq_node *n, const char *name, const char *host,
+                   const char *zone)
 {
-  char buf[2048], err[256];
+  char buf[2048], err[256], hl[128] = "";
   json_t *obj;
 
+  if (host)
+    snprintf(hl, sizeof(hl), "'kubernetes.io/hostname':'%s',", host);
   snprintf(buf, sizeof(buf),
-           "{'metadata':{'name':'%s','labels':{'kubernetes.io/hostname':'%s',"
+           "{'metadata':{'name':'%s','labels':{%s"
            "'topology.kubernetes.io/zone':'%s'}},'spec':{},"
            "'status':{'allocatable':{'cpu':'64','memory':'512Gi','pods':'110',"
            "'nvidia.com/gpu':'8'},"
            "'conditions':[{'type':'Ready','status':'True'}]}}",
-           name, name, zone);
+           name, hl, zone);
   obj = gq_test_json_sq(buf);
   if (gq_node_decode(obj, NULL, n, err, sizeof(err)) != 0)
     fail_msg("node: %s", err);
   json_decref(obj);
+}
+
+static void node(struct gq_node *n, const char *name, const char *zone)
+{
+  node_h(n, name, name, zone);
 }
 
 static void decode(json_t *pod, struct gq_pod *p)
@@ -123,7 +133,7 @@ static void test_single_replica(void **state)
       "'resources':{'requests':{'cpu':'4'}}}]");
   node(&n1, "n-1", "za");
   node(&n2, "n-2", "za");
-  pod = gq_pod_build(&j, 3, 0, "n-1", "s3://ckpt/step-100");
+  pod = gq_pod_build(&j, 3, 0, &n1, "s3://ckpt/step-100");
   decode(pod, &p);
 
   assert_string_equal(p.meta.name, "eval-0f3c2a9e-3-0");
@@ -158,7 +168,7 @@ static void test_single_replica(void **state)
 
   /* Deterministic: the same arguments give the same document. */
   {
-    json_t *again = gq_pod_build(&j, 3, 0, "n-1", "s3://ckpt/step-100");
+    json_t *again = gq_pod_build(&j, 3, 0, &n1, "s3://ckpt/step-100");
 
     assert_true(json_equal(pod, again));
     json_decref(again);
@@ -184,17 +194,22 @@ static void test_affinity_terms_and_gpu_container(void **state)
       "'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':"
       "{'nodeSelectorTerms':["
       "{'matchExpressions':[{'key':'topology.kubernetes.io/zone','operator':'In','values':['za']}]},"
-      "{'matchExpressions':[{'key':'topology.kubernetes.io/zone','operator':'In','values':['zb']}]}]}}},"
-      "'containers':[{'name':'train','image':'t','resources':{'limits':{'cpu':'2'}}},"
+      "{'matchExpressions':[{'key':'topology.kubernetes.io/zone','operator':'In','values':['zb']}]},"
+      "{}]}}},"
+      "'initContainers':[{'name':'fetch','image':'f'}],"
+      "'containers':[{'name':'train','image':'t','resources':{'limits':{'cpu':'2'}},"
+      "'env':[{'name':'GPUQ_ATTEMPT','value':'x'},{'name':'OUT','value':'/o/$(GPUQ_ATTEMPT)'},"
+      "{'name':'GPUQ_ATTEMPT','value':'y'}]},"
       "{'name':'sidecar','image':'s'}]");
   node(&a1, "n-1", "za");
   node(&c1, "n-1", "zc"); /* same name, outside both terms */
   node(&a2, "n-2", "za");
-  pod = gq_pod_build(&j, 1, 0, "n-1", NULL);
+  pod = gq_pod_build(&j, 1, 0, &a1, NULL);
   decode(pod, &p);
 
-  /* Each ORed term got the pin: n-1 in za passes, n-1 in zc and n-2 do
-   * not. */
+  /* Each non-empty ORed term got the pin: n-1 in za passes, n-1 in zc
+   * and n-2 do not. The empty term still matches nothing (it would match
+   * only the pinned node if the pin went into it). */
   assert_null(gq_node_eligible(&a1, &p.sched, why, sizeof(why)));
   assert_string_equal(gq_node_eligible(&c1, &p.sched, why, sizeof(why)),
                       "NodeAffinity");
@@ -212,6 +227,33 @@ static void test_affinity_terms_and_gpu_container(void **state)
   assert_string_equal(spec_str(pod, "restartPolicy"), "OnFailure");
   assert_null(env(pod, 1, "GPUQ_RESUME_FROM"));
   assert_string_equal(env(pod, 1, "GPUQ_JOB"), "ft");
+
+  /* The template's GPUQ_ATTEMPT is replaced in place, its duplicate
+   * removed, so OUT (after it) still expands it. env() fails on
+   * duplicates. */
+  assert_string_equal(env(pod, 0, "GPUQ_ATTEMPT"), "1");
+  {
+    json_t *e = json_object_get(json_array_get(json_object_get(
+                    json_object_get(pod, "spec"), "containers"), 0), "env");
+
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(e, 0), "name")), "GPUQ_ATTEMPT");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(e, 1), "name")), "OUT");
+  }
+  /* Init containers get the environment too. */
+  {
+    json_t *init = json_array_get(json_object_get(json_object_get(pod, "spec"),
+                                                  "initContainers"), 0);
+    json_t *e;
+    size_t k;
+    int seen = 0;
+
+    json_array_foreach(json_object_get(init, "env"), k, e)
+      seen += strcmp(json_string_value(json_object_get(e, "name")),
+                     "GPUQ_JOB") == 0;
+    assert_int_equal(seen, 1);
+  }
   gq_pod_release(&p);
   json_decref(pod);
   gq_node_release(&a1);
@@ -226,6 +268,7 @@ static void test_multi_replica(void **state)
   const char *longname =
       "llama-70b-pretrain-run-with-a-very-long-name-for-testing-000001";
   struct gq_gpujob j;
+  struct gq_node node1, node2;
   json_t *pod0, *pod2, *svc;
   char n0[64], n2[64], master[256];
 
@@ -233,8 +276,10 @@ static void test_multi_replica(void **state)
   assert_int_equal(strlen(longname), 63);
   job(&j, longname, 3,
       "'containers':[{'name':'c','image':'x'},{'name':'d','image':'y'}]");
-  pod0 = gq_pod_build(&j, 12, 0, "n-1", NULL);
-  pod2 = gq_pod_build(&j, 12, 2, "n-2", NULL);
+  node(&node1, "n-1", "za");
+  node(&node2, "n-2", "za");
+  pod0 = gq_pod_build(&j, 12, 0, &node1, NULL);
+  pod2 = gq_pod_build(&j, 12, 2, &node2, NULL);
   gq_pod_name(&j, 12, 0, n0, sizeof(n0));
   gq_pod_name(&j, 12, 2, n2, sizeof(n2));
 
@@ -280,18 +325,86 @@ static void test_multi_replica(void **state)
   json_decref(svc);
   json_decref(pod0);
   json_decref(pod2);
+  gq_node_release(&node1);
+  gq_node_release(&node2);
   gq_gpujob_release(&j);
 }
 
-static void test_service_name_needs_a_letter(void **state)
+static void test_names_from_unusual_job_names(void **state)
 {
   struct gq_gpujob j;
-  char svc[64];
+  char svc[64], pod[64];
 
   (void)state;
   job(&j, "7b-sweep", 2, "'containers':[{'name':'c','image':'x'}]");
   gq_service_name(&j, svc, sizeof(svc));
-  assert_string_equal(svc, "gj-7b-sweep");
+  assert_string_equal(svc, "gj-7b-sweep-0f3c2a9e");
+  gq_gpujob_release(&j);
+
+  /* Dots are allowed in a GpuJob name but not in a hostname or Service. */
+  job(&j, "train.v2", 2, "'containers':[{'name':'c','image':'x'}]");
+  gq_service_name(&j, svc, sizeof(svc));
+  gq_pod_name(&j, 1, 0, pod, sizeof(pod));
+  assert_string_equal(svc, "gj-train-v2-0f3c2a9e");
+  assert_string_equal(pod, "train-v2-0f3c2a9e-1-0");
+  gq_gpujob_release(&j);
+
+  /* Cut at 32 just after a dot: no trailing '-' or '.'. */
+  job(&j, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.b", 1,
+      "'containers':[{'name':'c','image':'x'}]");
+  gq_pod_name(&j, 1, 0, pod, sizeof(pod));
+  assert_string_equal(pod, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-0f3c2a9e-1-0");
+  assert_true(gq_dns_label_ok(pod, strlen(pod)));
+  gq_gpujob_release(&j);
+}
+
+static void test_pin_uses_hostname_label(void **state)
+{
+  struct gq_gpujob j;
+  struct gq_node labelled, bare, other;
+  struct gq_pod p;
+  json_t *pod;
+  char why[256];
+
+  (void)state;
+  job(&j, "eval", 1, "'containers':[{'name':'c','image':'x'}]");
+  node_h(&labelled, "gpu-1", "gpu-1.example", "za");
+  node_h(&bare, "gpu-2", NULL, "za");
+  node_h(&other, "gpu-3", "gpu-3", "za");
+
+  /* The hostname label can differ from the node's name. */
+  pod = gq_pod_build(&j, 1, 0, &labelled, NULL);
+  decode(pod, &p);
+  assert_null(gq_node_eligible(&labelled, &p.sched, why, sizeof(why)));
+  assert_non_null(gq_node_eligible(&other, &p.sched, why, sizeof(why)));
+  gq_pod_release(&p);
+  json_decref(pod);
+
+  /* No hostname label: pinned by metadata.name. */
+  pod = gq_pod_build(&j, 1, 0, &bare, NULL);
+  decode(pod, &p);
+  assert_null(gq_node_eligible(&bare, &p.sched, why, sizeof(why)));
+  assert_non_null(gq_node_eligible(&other, &p.sched, why, sizeof(why)));
+  gq_pod_release(&p);
+  json_decref(pod);
+
+  gq_gpujob_release(&j);
+
+  /* A null term (the decoder reads it as empty) matches no node, before
+   * and after the pin. */
+  job(&j, "eval", 1,
+      "'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':"
+      "{'nodeSelectorTerms':[null]}}},'containers':[{'name':'c','image':'x'}]");
+  pod = gq_pod_build(&j, 1, 0, &labelled, NULL);
+  decode(pod, &p);
+  assert_string_equal(gq_node_eligible(&labelled, &p.sched, why, sizeof(why)),
+                      "NodeAffinity");
+  gq_pod_release(&p);
+  json_decref(pod);
+
+  gq_node_release(&labelled);
+  gq_node_release(&bare);
+  gq_node_release(&other);
   gq_gpujob_release(&j);
 }
 
@@ -301,7 +414,8 @@ int main(void)
       cmocka_unit_test(test_single_replica),
       cmocka_unit_test(test_affinity_terms_and_gpu_container),
       cmocka_unit_test(test_multi_replica),
-      cmocka_unit_test(test_service_name_needs_a_letter),
+      cmocka_unit_test(test_names_from_unusual_job_names),
+      cmocka_unit_test(test_pin_uses_hostname_label),
   };
 
   return cmocka_run_group_tests(tests, NULL, NULL);
