@@ -107,7 +107,7 @@ static int product_accepted(const struct gq_gpujob *j, const char *product)
 }
 
 const char *gq_job_node_check(const struct gq_node *n,
-                              const struct gq_gpujob *j,
+                              const struct gq_gpujob *j, const char *flavor,
                               const struct gq_podsched *r, char *why,
                               size_t whylen)
 {
@@ -128,6 +128,11 @@ const char *gq_job_node_check(const struct gq_node *n,
              "node(s) had GPU product %s not in spec.gpu.products",
              n->gpu_product);
     reason = "GpuProduct";
+  } else if (flavor && strcmp(flavor, GQ_FLAVOR_ANY) != 0 &&
+             (!n->gpu_product || strcmp(n->gpu_product, flavor) != 0)) {
+    snprintf(msg, sizeof(msg), "node(s) had GPU product %s, not flavor %s",
+             n->gpu_product ? n->gpu_product : "(none)", flavor);
+    reason = "Flavor";
   } else if (j->min_memory_mib > 0 && n->gpu_memory_mib < 0) {
     snprintf(msg, sizeof(msg), "node(s) had no GPU memory label");
     reason = "GpuMemory";
@@ -320,7 +325,7 @@ static int place_one_domain(struct gq_capacity *c, const size_t *elig,
 }
 
 int gq_place_job(struct gq_capacity *c, const struct gq_gpujob *j,
-                 size_t *out, char *why, size_t whylen)
+                 const char *flavor, size_t *out, char *why, size_t whylen)
 {
   struct gq_podsched r;
   struct reasons rs = {0};
@@ -334,7 +339,8 @@ int gq_place_job(struct gq_capacity *c, const struct gq_gpujob *j,
   for (size_t i = 0; i < c->n; i++) {
     const char *res;
 
-    if (gq_job_node_check(c->nodes[i].node, j, &r, msg, sizeof(msg))) {
+    if (gq_job_node_check(c->nodes[i].node, j, flavor, &r, msg,
+                          sizeof(msg))) {
       reason_add(&rs, msg);
       continue;
     }

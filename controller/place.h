@@ -38,6 +38,7 @@
 #include "api/match.h"
 #include "api/node.h"
 #include "api/pod.h"
+#include "api/teamquota.h" /* GQ_FLAVOR_ANY */
 
 /* Default topology label for multi-replica jobs (well-known Kubernetes
  * label, k8s.io/api/core/v1 LabelTopologyZone). */
@@ -97,23 +98,26 @@ void gq_replica_release(struct gq_podsched *s);
 /* Checks gpuq's node rules for job j (with replica request r from
  * gq_replica_request()) on node n, before resources: GPU node for
  * j->gpu_resource, then gq_node_eligible() (Ready, cordon, taints,
- * nodeSelector and affinity), then products, then minMemoryMiB. Returns
- * NULL if n qualifies, else a static short reason ("NoGpu", "NotReady",
- * "Unschedulable", "Taint", "NodeAffinity", "GpuProduct", "GpuMemory");
- * why (whylen bytes, may be NULL when 0) gets a message naming the value,
- * e.g. "node(s) had GPU product NVIDIA-T4 not in spec.gpu.products". */
+ * nodeSelector and affinity), then spec.gpu.products, then the quota
+ * flavor (a product label value; NULL or GQ_FLAVOR_ANY = any product),
+ * then minMemoryMiB. Returns NULL if n qualifies, else a static short
+ * reason ("NoGpu", "NotReady", "Unschedulable", "Taint", "NodeAffinity",
+ * "GpuProduct", "Flavor", "GpuMemory"); why (whylen bytes, may be NULL
+ * when 0) gets a message naming the value, e.g. "node(s) had GPU product
+ * NVIDIA-T4 not in spec.gpu.products". */
 const char *gq_job_node_check(const struct gq_node *n,
-                              const struct gq_gpujob *j,
+                              const struct gq_gpujob *j, const char *flavor,
                               const struct gq_podsched *r, char *why,
                               size_t whylen);
 
-/* Places job j on snapshot c. On success returns 0 and fills
- * out[0..j->replicas-1] with node indexes into c->nodes (replica order);
- * c is left as it was: the caller commits the replicas it then creates
- * (gq_capacity_commit() with a gq_replica_request()). Returns GQ_ECAPACITY
- * when the gang does not fit now, with why (whylen bytes) in
- * kube-scheduler's style, reasons sorted and counted over the nodes for
- * the first replica, e.g.
+/* Places job j on snapshot c, on nodes of 'flavor' (a product label value
+ * from a TeamQuota line; NULL or GQ_FLAVOR_ANY = any product). On success
+ * returns 0 and fills out[0..j->replicas-1] with node indexes into
+ * c->nodes (replica order); c is left as it was: the caller commits the
+ * replicas it then creates (gq_capacity_commit() with a
+ * gq_replica_request()). Returns GQ_ECAPACITY when the gang does not fit
+ * now, with why (whylen bytes) in kube-scheduler's style, reasons sorted
+ * and counted over the nodes for the first replica, e.g.
  *   "0/5 nodes fit 1 replica of 8 nvidia.com/gpu: 2 Insufficient
  *    nvidia.com/gpu, 1 node(s) were unschedulable, 2 node(s) had GPU
  *    product NVIDIA-T4 not in spec.gpu.products"
@@ -121,6 +125,6 @@ const char *gq_job_node_check(const struct gq_node *n,
  *   "gang of 4 replicas x 8 nvidia.com/gpu does not fit: at most 3 fit".
  * out must have room for j->replicas entries. */
 int gq_place_job(struct gq_capacity *c, const struct gq_gpujob *j,
-                 size_t *out, char *why, size_t whylen);
+                 const char *flavor, size_t *out, char *why, size_t whylen);
 
 #endif

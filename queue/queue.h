@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "queue/quota.h" /* struct gq_ledger_use */
 #include "queue/rq.h"
 
 #define GQ_QUEUE_MEMBER_HEX 21 /* 8 priority + 13 queue-time hex digits */
@@ -102,12 +103,6 @@ int gq_queue_position(struct gq_queue *q, const char *cohort,
                       const char *team, const char *uid, gq_queue_cb cb,
                       void *arg);
 
-/* One team's use of one flavor, as the ledger holds it. */
-struct gq_ledger_use {
-  size_t team;        /* index into the teams asked for */
-  const char *flavor; /* valid during the callback */
-  long long gpus;
-};
 
 /* The cohort's ledger at one instant: rc, its version, and every
  * (team, flavor) usage (arrays valid during the callback). */

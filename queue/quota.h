@@ -182,4 +182,13 @@ double gq_quota_share(const struct gq_qteam *t, int64_t pool_total);
 void gq_quota_order(const struct gq_qcohort *c, const int64_t *want,
                     size_t *order, size_t *n);
 
+/* One team's use of one flavor, as the cohort's ledger holds it
+ * (gq_queue_ledger() reads it; the controller's flavor assignment takes
+ * it). flavor is the ledger's flavor key (see controller/assign.h). */
+struct gq_ledger_use {
+  size_t team;        /* index into the teams asked for */
+  const char *flavor; /* borrowed (valid during a ledger callback) */
+  long long gpus;
+};
+
 #endif

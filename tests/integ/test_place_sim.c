@@ -108,7 +108,7 @@ static void test_gang_placed_bound_and_running(void **state)
   assert_int_equal(gq_gpujob_decode(obj, &j, err, sizeof(err)), 0);
   json_decref(obj);
 
-  assert_int_equal(gq_place_job(&cap, &j, out, why, sizeof(why)), 0);
+  assert_int_equal(gq_place_job(&cap, &j, NULL, out, why, sizeof(why)), 0);
   for (int r = 0; r < 2; r++)
     assert_string_equal(cap.nodes[out[r]].node->gpu_product,
                         "NVIDIA-H100-80GB-HBM3");

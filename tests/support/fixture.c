@@ -2,6 +2,9 @@
 #define _XOPEN_SOURCE 700 /* nftw */
 #include "tests/support/fixture.h"
 
+#include "api/gpujob.h"
+#include "api/node.h"
+#include "api/teamquota.h"
 #include "base/alloc.h"
 
 #include <dirent.h>
@@ -112,4 +115,37 @@ json_t *gq_test_json_sq(const char *s)
   if (!v)
     fail_msg("bad test JSON %s: %s", buf, jerr.text);
   return v;
+}
+
+void gq_test_node_sq(struct gq_node *n, const char *sq)
+{
+  char err[512];
+  json_t *obj = gq_test_json_sq(sq);
+  int rc = gq_node_decode(obj, NULL, n, err, sizeof(err));
+
+  json_decref(obj);
+  if (rc != 0)
+    fail_msg("node %s: %s", sq, err);
+}
+
+void gq_test_gpujob_sq(struct gq_gpujob *j, const char *sq)
+{
+  char err[512];
+  json_t *obj = gq_test_json_sq(sq);
+  int rc = gq_gpujob_decode(obj, j, err, sizeof(err));
+
+  json_decref(obj);
+  if (rc != 0)
+    fail_msg("gpujob %s: %s", sq, err);
+}
+
+void gq_test_teamquota_sq(struct gq_teamquota *t, const char *sq)
+{
+  char err[512];
+  json_t *obj = gq_test_json_sq(sq);
+  int rc = gq_teamquota_decode(obj, t, err, sizeof(err));
+
+  json_decref(obj);
+  if (rc != 0)
+    fail_msg("teamquota %s: %s", sq, err);
 }

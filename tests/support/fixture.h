@@ -31,4 +31,15 @@ void gq_test_sleep_ms(long ms);
  * Returns a new reference; fails the running cmocka test on bad JSON. */
 json_t *gq_test_json_sq(const char *s);
 
+/* Decode single-quoted JSON (as gq_test_json_sq()) into a typed object
+ * with the API's own decoder (default product label), failing the running
+ * test with the decoder's message if it is rejected. Release the object
+ * with its gq_*_release(). */
+struct gq_node;
+struct gq_gpujob;
+struct gq_teamquota;
+void gq_test_node_sq(struct gq_node *n, const char *sq);
+void gq_test_gpujob_sq(struct gq_gpujob *j, const char *sq);
+void gq_test_teamquota_sq(struct gq_teamquota *t, const char *sq);
+
 #endif

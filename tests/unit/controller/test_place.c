@@ -25,8 +25,7 @@
 static void node(struct gq_node *n, const char *name, int gpus,
                  const char *labels, const char *spec)
 {
-  char buf[4096], err[256];
-  json_t *obj;
+  char buf[4096];
 
   snprintf(buf, sizeof(buf),
            "{'metadata':{'name':'%s','labels':{'kubernetes.io/hostname':'%s'%s%s}},"
@@ -34,10 +33,7 @@ static void node(struct gq_node *n, const char *name, int gpus,
            "'pods':'110','nvidia.com/gpu':'%d'},"
            "'conditions':[{'type':'Ready','status':'True'}]}}",
            name, name, labels[0] ? "," : "", labels, spec, gpus);
-  obj = gq_test_json_sq(buf);
-  if (gq_node_decode(obj, NULL, n, err, sizeof(err)) != 0)
-    fail_msg("node %s: %s", name, err);
-  json_decref(obj);
+  gq_test_node_sq(n, buf);
 }
 
 /* A GpuJob with 'replicas' x 'gpus' GPUs. gpu: members of spec.gpu or "";
@@ -45,8 +41,7 @@ static void node(struct gq_node *n, const char *name, int gpus,
 static void job(struct gq_gpujob *j, int replicas, int gpus, const char *gpu,
                 const char *pod)
 {
-  char buf[4096], err[256];
-  json_t *obj;
+  char buf[4096];
 
   snprintf(buf, sizeof(buf),
            "{'apiVersion':'gpuq.dev/v1alpha1','kind':'GpuJob',"
@@ -56,10 +51,7 @@ static void job(struct gq_gpujob *j, int replicas, int gpus, const char *gpu,
            "'image':'x','resources':{'requests':{'cpu':'4','memory':'16Gi'}}}]"
            "%s%s}}}}",
            replicas, gpus, gpu, pod[0] ? "," : "", pod);
-  obj = gq_test_json_sq(buf);
-  if (gq_gpujob_decode(obj, j, err, sizeof(err)) != 0)
-    fail_msg("job: %s", err);
-  json_decref(obj);
+  gq_test_gpujob_sq(j, buf);
 }
 
 struct cluster {
@@ -120,14 +112,14 @@ static void test_best_fit(void **state)
   assert_int_equal(gq_capacity_free(&cl.cap, (size_t)gq_capacity_find(&cl.cap, "n-b"),
                                     "nvidia.com/gpu"), 2);
   job(&j, 1, 2, "", "");
-  assert_int_equal(gq_place_job(&cl.cap, &j, out, why, sizeof(why)), 0);
+  assert_int_equal(gq_place_job(&cl.cap, &j, NULL, out, why, sizeof(why)), 0);
   assert_string_equal(name_at(&cl, out[0]), "n-b");
   assert_string_equal(why, "");
   gq_gpujob_release(&j);
 
   /* 3 GPUs: n-c (4 free) beats the empty n-a; the snapshot is unchanged. */
   job(&j, 1, 3, "", "");
-  assert_int_equal(gq_place_job(&cl.cap, &j, out, why, sizeof(why)), 0);
+  assert_int_equal(gq_place_job(&cl.cap, &j, NULL, out, why, sizeof(why)), 0);
   assert_string_equal(name_at(&cl, out[0]), "n-c");
   assert_int_equal(gq_capacity_free(&cl.cap, out[0], "nvidia.com/gpu"), 4);
   gq_gpujob_release(&j);
@@ -151,7 +143,7 @@ static void test_gang_all_or_nothing(void **state)
 
   /* 4 x 4 GPUs: n-3 takes one (best fit), n-1 two, n-2 one. */
   job(&j, 4, 4, "", "");
-  assert_int_equal(gq_place_job(&cl.cap, &j, out, why, sizeof(why)), 0);
+  assert_int_equal(gq_place_job(&cl.cap, &j, NULL, out, why, sizeof(why)), 0);
   assert_string_equal(name_at(&cl, out[0]), "n-3");
   assert_string_equal(name_at(&cl, out[1]), "n-1");
   assert_string_equal(name_at(&cl, out[2]), "n-1");
@@ -160,7 +152,7 @@ static void test_gang_all_or_nothing(void **state)
 
   /* 3 x 8: only two nodes are whole; nothing is placed. */
   job(&j, 3, 8, "", "");
-  assert_int_equal(gq_place_job(&cl.cap, &j, out, why, sizeof(why)),
+  assert_int_equal(gq_place_job(&cl.cap, &j, NULL, out, why, sizeof(why)),
                    GQ_ECAPACITY);
   assert_string_equal(why, "gang of 3 replicas x 8 nvidia.com/gpu does not "
                            "fit: at most 2 fit");
@@ -194,11 +186,11 @@ static void test_eligibility_reasons(void **state)
   cluster_start(&cl, NULL);
 
   job(&j, 1, 4, "'products':['NVIDIA-A100-SXM4-80GB'],'minMemoryMiB':80000", "");
-  assert_int_equal(gq_place_job(&cl.cap, &j, out, why, sizeof(why)), 0);
+  assert_int_equal(gq_place_job(&cl.cap, &j, NULL, out, why, sizeof(why)), 0);
   assert_string_equal(name_at(&cl, out[0]), "a100");
 
   use(&cl, "a100", 6);
-  assert_int_equal(gq_place_job(&cl.cap, &j, out, why, sizeof(why)),
+  assert_int_equal(gq_place_job(&cl.cap, &j, NULL, out, why, sizeof(why)),
                    GQ_ECAPACITY);
   assert_string_equal(
       why, "0/6 nodes fit 1 replica of 4 nvidia.com/gpu: "
@@ -214,7 +206,7 @@ static void test_eligibility_reasons(void **state)
   job(&j, 1, 4, "",
       "'tolerations':[{'key':'dedicated','operator':'Exists'}],"
       "'nodeSelector':{'kubernetes.io/hostname':'tainted'}");
-  assert_int_equal(gq_place_job(&cl.cap, &j, out, why, sizeof(why)), 0);
+  assert_int_equal(gq_place_job(&cl.cap, &j, NULL, out, why, sizeof(why)), 0);
   assert_string_equal(name_at(&cl, out[0]), "tainted");
   gq_gpujob_release(&j);
   cluster_end(&cl);
@@ -240,13 +232,13 @@ static void test_allocatable_zero_and_cpu(void **state)
   assert_int_equal(gq_capacity_commit(&cl.cap, "nowhere", &s, +1),
                    GQ_ENOTFOUND);
   job(&j, 1, 1, "", "");
-  assert_int_equal(gq_place_job(&cl.cap, &j, out, why, sizeof(why)),
+  assert_int_equal(gq_place_job(&cl.cap, &j, NULL, out, why, sizeof(why)),
                    GQ_ECAPACITY);
   assert_string_equal(why, "0/2 nodes fit 1 replica of 1 nvidia.com/gpu: "
                            "1 Insufficient cpu, "
                            "1 node(s) had no allocatable nvidia.com/gpu");
   assert_int_equal(gq_capacity_commit(&cl.cap, "busy", &s, -1), 0);
-  assert_int_equal(gq_place_job(&cl.cap, &j, out, why, sizeof(why)), 0);
+  assert_int_equal(gq_place_job(&cl.cap, &j, NULL, out, why, sizeof(why)), 0);
   assert_string_equal(name_at(&cl, out[0]), "busy");
   gq_gpujob_release(&j);
   cluster_end(&cl);
@@ -271,13 +263,13 @@ static void test_topology(void **state)
   /* 2 x 6: best fit over all nodes would pick a-1 then b-1 (different
    * zones). Zone za holds the gang with 2 free GPUs left against 3 in zb. */
   job(&j, 2, 6, "", "");
-  assert_int_equal(gq_place_job(&cl.cap, &j, out, why, sizeof(why)), 0);
+  assert_int_equal(gq_place_job(&cl.cap, &j, NULL, out, why, sizeof(why)), 0);
   assert_string_equal(name_at(&cl, out[0]), "a-1");
   assert_string_equal(name_at(&cl, out[1]), "a-2");
 
   /* Without the preference, plain best fit mixes the zones. */
   cl.cap.topology_key = NULL;
-  assert_int_equal(gq_place_job(&cl.cap, &j, out, why, sizeof(why)), 0);
+  assert_int_equal(gq_place_job(&cl.cap, &j, NULL, out, why, sizeof(why)), 0);
   assert_string_equal(name_at(&cl, out[0]), "a-1");
   assert_string_equal(name_at(&cl, out[1]), "b-1");
 
@@ -286,7 +278,7 @@ static void test_topology(void **state)
   cl.cap.topology_key = GQ_TOPOLOGY_ZONE;
   gq_gpujob_release(&j);
   job(&j, 3, 7, "", "");
-  assert_int_equal(gq_place_job(&cl.cap, &j, out, why, sizeof(why)), 0);
+  assert_int_equal(gq_place_job(&cl.cap, &j, NULL, out, why, sizeof(why)), 0);
   assert_string_equal(name_at(&cl, out[0]), "b-1");
   assert_string_equal(name_at(&cl, out[1]), "a-2");
   assert_string_equal(name_at(&cl, out[2]), "b-2");
@@ -318,7 +310,7 @@ static void test_mig_fixture(void **state)
 
   job(&j, 1, 1, "'resource':'nvidia.com/mig-1g.10gb'",
       "'tolerations':[{'operator':'Exists'}]");
-  assert_int_equal(gq_place_job(&cap, &j, out, why, sizeof(why)), 0);
+  assert_int_equal(gq_place_job(&cap, &j, NULL, out, why, sizeof(why)), 0);
   /* Fill every slice; the next one has no room. */
   {
     struct gq_podsched r;
@@ -326,11 +318,11 @@ static void test_mig_fixture(void **state)
     gq_replica_request(&j, &r);
     for (int64_t i = 0; i < slices; i++)
       assert_int_equal(gq_capacity_commit(&cap, n.meta.name, &r, +1), 0);
-    assert_int_equal(gq_place_job(&cap, &j, out, why, sizeof(why)),
+    assert_int_equal(gq_place_job(&cap, &j, NULL, out, why, sizeof(why)),
                      GQ_ECAPACITY);
     assert_non_null(strstr(why, "1 Insufficient nvidia.com/mig-1g.10gb"));
     assert_int_equal(gq_capacity_commit(&cap, n.meta.name, &r, -1), 0);
-    assert_int_equal(gq_place_job(&cap, &j, out, why, sizeof(why)), 0);
+    assert_int_equal(gq_place_job(&cap, &j, NULL, out, why, sizeof(why)), 0);
     gq_replica_release(&r);
   }
   gq_gpujob_release(&j);

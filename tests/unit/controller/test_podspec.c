@@ -29,8 +29,7 @@
 static void job(struct gq_gpujob *j, const char *name, int replicas,
                 const char *pod)
 {
-  char buf[4096], err[256];
-  json_t *obj;
+  char buf[4096];
 
   snprintf(buf, sizeof(buf),
            "{'apiVersion':'gpuq.dev/v1alpha1','kind':'GpuJob',"
@@ -39,10 +38,7 @@ static void job(struct gq_gpujob *j, const char *name, int replicas,
            "'priorityClassName':'training',"
            "'template':{'metadata':{'labels':{'app':'llm'}},'spec':{%s}}}}",
            name, replicas, pod);
-  obj = gq_test_json_sq(buf);
-  if (gq_gpujob_decode(obj, j, err, sizeof(err)) != 0)
-    fail_msg("job: %s", err);
-  json_decref(obj);
+  gq_test_gpujob_sq(j, buf);
 }
 
 /* A Ready 8-GPU node; host is its kubernetes.io/hostname label (NULL =
@@ -50,8 +46,7 @@ static void job(struct gq_gpujob *j, const char *name, int replicas,
 static void node_h(struct gq_node *n, const char *name, const char *host,
                    const char *zone)
 {
-  char buf[2048], err[256], hl[128] = "";
-  json_t *obj;
+  char buf[2048], hl[128] = "";
 
   if (host)
     snprintf(hl, sizeof(hl), "'kubernetes.io/hostname':'%s',", host);
@@ -62,10 +57,7 @@ static void node_h(struct gq_node *n, const char *name, const char *host,
            "'nvidia.com/gpu':'8'},"
            "'conditions':[{'type':'Ready','status':'True'}]}}",
            name, hl, zone);
-  obj = gq_test_json_sq(buf);
-  if (gq_node_decode(obj, NULL, n, err, sizeof(err)) != 0)
-    fail_msg("node: %s", err);
-  json_decref(obj);
+  gq_test_node_sq(n, buf);
 }
 
 static void node(struct gq_node *n, const char *name, const char *zone)
