@@ -39,5 +39,6 @@ k get teamquotas
 echo
 k get gpujobs -A
 echo
-echo "These jobs stay unadmitted: the controller that queues and places them"
-echo "(issue 7) and the simulated kubelets that run them (issue 4) come next."
+echo "These jobs stay unadmitted: gpuq-sim's kubelets are ready to run them,"
+echo "but the controller loop that queues, admits and places them (issue 7)"
+echo "comes next."
