@@ -65,8 +65,11 @@ static void cohort_for(const struct gq_teamquota *const *teams, size_t n_teams,
 static void clause(char *why, size_t whylen, const char *flavor,
                    const char *msg)
 {
-  size_t len = strlen(why);
+  size_t len;
 
+  if (whylen == 0)
+    return;
+  len = strlen(why);
   if (len + 1 < whylen)
     snprintf(why + len, whylen - len, "%sflavor %s: %s", len ? "; " : "",
              flavor, msg);
@@ -81,7 +84,7 @@ int gq_assign(struct gq_capacity *c, const struct gq_gpujob *j,
   struct gq_qteam *qt = gq_xcalloc(n_teams, sizeof(*qt));
   struct gq_qcohort co = {qt, n_teams, t->cohort != NULL};
   char msg[GQ_QVERDICT_MESSAGE_LEN + 512];
-  int rc = GQ_ENOTFOUND, tried = 0;
+  int rc = GQ_ENOTFOUND;
 
   if (whylen)
     why[0] = '\0';
@@ -101,7 +104,11 @@ int gq_assign(struct gq_capacity *c, const struct gq_gpujob *j,
     if (v != GQ_Q_FITS_NOMINAL && v != GQ_Q_FITS_BORROWING) {
       gq_qverdict_message(v, &qt[team], j->gpus, msg, sizeof(msg));
       clause(why, whylen, line->flavor, msg);
-      if (!tried++) {
+      /* report the first refusal, or the first that can clear when an
+       * earlier line's quota is zero (it never will) */
+      if (rc != GQ_ECAPACITY &&
+          (rc != GQ_EQUOTA || (a->verdict == GQ_Q_ZERO_QUOTA &&
+                               v != GQ_Q_ZERO_QUOTA))) {
         rc = GQ_EQUOTA;
         a->line = i;
         a->flavor = line->flavor;
@@ -119,7 +126,6 @@ int gq_assign(struct gq_capacity *c, const struct gq_gpujob *j,
       a->verdict = v;
       a->borrowed_after = borrowed;
     }
-    tried++;
     if (placed) {
       rc = 0;
       if (whylen)

@@ -44,7 +44,8 @@ struct gq_assignment {
   size_t line;                  /* index into the team's res[] */
   const char *flavor;           /* borrowed from the TeamQuota */
   char key[GQ_FLAVOR_KEY_MAX];  /* ledger key for the admission */
-  enum gq_qverdict verdict;     /* FITS_NOMINAL or FITS_BORROWING */
+  enum gq_qverdict verdict;     /* FITS_NOMINAL or FITS_BORROWING on
+                                   success, the refusal on GQ_EQUOTA */
   int64_t borrowed_after;       /* the team's borrowed GPUs of that flavor
                                    once admitted */
 };
@@ -59,10 +60,12 @@ struct gq_assignment {
  *                 hold the gang (a preemption candidate): *a names the
  *                 first such line;
  *   GQ_EQUOTA     every candidate line's quota refuses j now; *a names the
- *                 first candidate line and its verdict;
+ *                 first refusing line and its verdict, skipping lines
+ *                 refused with GQ_Q_ZERO_QUOTA (which never clears) when a
+ *                 later line's refusal can clear;
  *   GQ_ENOTFOUND  the team has no line for j's resource that j's products
  *                 accept (j can never run under this TeamQuota).
- * why (whylen bytes) gets one clause per line tried, joined with "; ",
+ * why (whylen bytes; NULL when whylen is 0) gets one clause per line tried, joined with "; ",
  * e.g. "flavor NVIDIA-H100-80GB-HBM3: team 'research' uses 16 of its 16
  * nominal GPUs ...; flavor *: 0/4 nodes fit 1 replica of 8
  * nvidia.com/gpu: 4 Insufficient nvidia.com/gpu". */

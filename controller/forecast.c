@@ -6,12 +6,16 @@
 #include "base/alloc.h"
 #include "base/err.h"
 
+struct step {
+  const struct gq_release *rel;
+  int64_t at; /* end_ms, or now_ms when already past */
+};
+
 static int by_end(const void *a, const void *b)
 {
-  const struct gq_release *x = *(const struct gq_release *const *)a;
-  const struct gq_release *y = *(const struct gq_release *const *)b;
+  const struct step *x = a, *y = b;
 
-  return (x->end_ms > y->end_ms) - (x->end_ms < y->end_ms);
+  return (x->at > y->at) - (x->at < y->at);
 }
 
 int gq_forecast_start(struct gq_capacity *c, const struct gq_gpujob *j,
@@ -19,7 +23,7 @@ int gq_forecast_start(struct gq_capacity *c, const struct gq_gpujob *j,
                       size_t n_rel, int64_t now_ms, int64_t *start_ms,
                       size_t *out)
 {
-  const struct gq_release **order;
+  struct step *order;
   size_t n = 0, done = 0;
   int rc = GQ_ECAPACITY;
 
@@ -30,25 +34,27 @@ int gq_forecast_start(struct gq_capacity *c, const struct gq_gpujob *j,
   }
   order = gq_xcalloc(n_rel ? n_rel : 1, sizeof(*order));
   for (size_t i = 0; i < n_rel; i++)
-    if (rel[i].end_ms >= 0 && gq_capacity_find(c, rel[i].node) >= 0)
-      order[n++] = &rel[i];
+    if (rel[i].end_ms >= 0 && gq_capacity_find(c, rel[i].node) >= 0) {
+      order[n].rel = &rel[i];
+      order[n++].at = rel[i].end_ms > now_ms ? rel[i].end_ms : now_ms;
+    }
   qsort(order, n, sizeof(*order), by_end);
   while (done < n) {
-    int64_t t = order[done]->end_ms;
+    int64_t t = order[done].at;
 
-    /* free everything that ends at t, then try */
-    while (done < n && order[done]->end_ms == t) {
-      gq_capacity_commit(c, order[done]->node, order[done]->req, -1);
+    /* free everything that ends at t (all past ends count as now) */
+    while (done < n && order[done].at == t) {
+      gq_capacity_commit(c, order[done].rel->node, order[done].rel->req, -1);
       done++;
     }
     if (gq_place_job(c, j, flavor, out, NULL, 0) == 0) {
-      *start_ms = t > now_ms ? t : now_ms;
+      *start_ms = t;
       rc = 0;
       break;
     }
   }
   for (size_t i = 0; i < done; i++)
-    gq_capacity_commit(c, order[i]->node, order[i]->req, +1);
+    gq_capacity_commit(c, order[i].rel->node, order[i].rel->req, +1);
   free(order);
   return rc;
 }
@@ -58,7 +64,8 @@ int gq_backfill_allowed(int64_t now_ms, int64_t expected_duration_s,
 {
   if (reservation_ms < 0)
     return 1;
-  if (expected_duration_s < 0)
-    return 0;
-  return now_ms + expected_duration_s * 1000 <= reservation_ms;
+  if (expected_duration_s < 0 || reservation_ms < now_ms)
+    return expected_duration_s == 0;
+  /* now + d * 1000 <= reservation, without overflow */
+  return expected_duration_s <= (reservation_ms - now_ms) / 1000;
 }

@@ -45,8 +45,10 @@ int gq_forecast_start(struct gq_capacity *c, const struct gq_gpujob *j,
 
 /* Returns 1 if a job of expected_duration_s seconds (-1: unknown) admitted
  * at now_ms may be backfilled ahead of a reservation starting at
- * reservation_ms: it must be known to end by then. A reservation of -1
- * (none) allows everything. */
+ * reservation_ms: it must be known to end by then (computed without
+ * overflow for any duration). A reservation of -1 (none) allows
+ * everything; one already due (before now_ms) allows only a zero-length
+ * job. now_ms >= 0. */
 int gq_backfill_allowed(int64_t now_ms, int64_t expected_duration_s,
                         int64_t reservation_ms);
 

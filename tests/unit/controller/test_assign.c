@@ -206,6 +206,24 @@ static void test_borrowing_in_cohort(void **state)
                              sizeof(why)), GQ_EQUOTA);
   assert_int_equal(as.verdict, GQ_Q_ZERO_QUOTA);
 
+  /* No buffer for the message: same answer. */
+  assert_int_equal(gq_assign(&f.cap, &j, teams, 1, 0, NULL, 0, &as, out,
+                             NULL, 0), GQ_EQUOTA);
+  gq_teamquota_release(&a);
+
+  /* A zero line never clears; the '*' line's refusal can: that is the
+   * reason reported. */
+  {
+    struct gq_ledger_use full[1] = {{0, "*", 8}};
+
+    team(&a, "a", "",
+         "{'flavor':'" H100 "','nominal':0},{'flavor':'*','nominal':8}");
+    assert_int_equal(gq_assign(&f.cap, &j, teams, 1, 0, full, 1, &as, out,
+                               why, sizeof(why)), GQ_EQUOTA);
+    assert_int_equal(as.line, 1);
+    assert_int_equal(as.verdict, GQ_Q_OVER_NOMINAL_NO_BORROW);
+  }
+
   gq_gpujob_release(&j);
   gq_teamquota_release(&a);
   gq_teamquota_release(&b);

@@ -154,6 +154,35 @@ static void test_unknown_ends_not_counted(void **state)
   world_end(&w);
 }
 
+/* Ends already past all count as now, together: the reservation is where
+ * the job goes once they are all freed (best fit on n-1), not after the
+ * first of them. */
+static void test_past_ends_together(void **state)
+{
+  struct world w;
+  int64_t start;
+  size_t out[1];
+  struct gq_release rel[3];
+
+  (void)state;
+  world_start(&w, 0);
+  /* Re-commit: n-0 one 8-GPU pod ended at 1 s; n-1 a 4-GPU pod ended at
+   * 2 s and one of unknown end. */
+  for (size_t i = 0; i < 3; i++)
+    gq_capacity_commit(&w.cap, w.rel[i].node, w.rel[i].req, -1);
+  rel[0] = (struct gq_release){"n-0", &w.r8, 1 * S};
+  rel[1] = (struct gq_release){"n-1", &w.r4, 2 * S};
+  rel[2] = (struct gq_release){"n-1", &w.r4, -1};
+  for (size_t i = 0; i < 3; i++)
+    gq_capacity_commit(&w.cap, rel[i].node, rel[i].req, +1);
+  assert_int_equal(gq_forecast_start(&w.cap, &w.four, NULL, rel, 3, 10 * S,
+                                     &start, out), 0);
+  assert_int_equal(start, 10 * S);
+  assert_string_equal(w.cap.nodes[out[0]].node->meta.name, "n-1");
+  assert_full(&w);
+  world_end(&w);
+}
+
 static void test_fits_now(void **state)
 {
   struct world w;
@@ -177,6 +206,11 @@ static void test_backfill_rule(void **state)
   assert_false(gq_backfill_allowed(51 * S, 100, 150 * S));
   assert_false(gq_backfill_allowed(0, -1, 150 * S)); /* unknown duration */
   assert_true(gq_backfill_allowed(0, -1, -1));       /* no reservation */
+  /* No overflow for absurd durations. */
+  assert_false(gq_backfill_allowed(1700000000000LL, 9300000000000000LL,
+                                   1800000000000LL));
+  assert_false(gq_backfill_allowed(INT64_MAX - 10, 1, INT64_MAX));
+  assert_false(gq_backfill_allowed(100 * S, 1, 50 * S)); /* already due */
 }
 
 int main(void)
@@ -184,6 +218,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_start_from_expected_ends),
       cmocka_unit_test(test_unknown_ends_not_counted),
+      cmocka_unit_test(test_past_ends_together),
       cmocka_unit_test(test_fits_now),
       cmocka_unit_test(test_backfill_rule),
   };
