@@ -18,13 +18,28 @@ static int by_end(const void *a, const void *b)
   return (x->at > y->at) - (x->at < y->at);
 }
 
+/* Replicas of j node i could hold by GPUs alone (0 if not eligible). */
+static int64_t slots(const struct gq_capacity *c, const unsigned char *elig,
+                     size_t i, const struct gq_gpujob *j)
+{
+  int64_t f;
+
+  if (!elig[i])
+    return 0;
+  f = gq_capacity_free(c, i, j->gpu_resource);
+  return f > 0 ? f / j->gpus_per_replica : 0;
+}
+
 int gq_forecast_start(struct gq_capacity *c, const struct gq_gpujob *j,
                       const char *flavor, const struct gq_release *rel,
                       size_t n_rel, int64_t now_ms, int64_t *start_ms,
                       size_t *out)
 {
   struct step *order;
+  unsigned char *elig;
+  struct gq_podsched r;
   size_t n = 0, done = 0;
+  int64_t total = 0;
   int rc = GQ_ECAPACITY;
 
   *start_ms = -1;
@@ -32,6 +47,18 @@ int gq_forecast_start(struct gq_capacity *c, const struct gq_gpujob *j,
     *start_ms = now_ms;
     return 0;
   }
+  /* Which nodes could ever take a replica, and how many replicas their
+   * free GPUs hold: a full placement is tried only when that count
+   * reaches the gang, so a forecast costs one pass over the releases plus
+   * a few placements, not one placement per distinct end time. */
+  gq_replica_request(j, &r);
+  elig = gq_xcalloc(c->n ? c->n : 1, 1);
+  for (size_t i = 0; i < c->n; i++) {
+    elig[i] = gq_job_node_check(c->nodes[i].node, j, flavor, &r, NULL, 0) ==
+              NULL;
+    total += slots(c, elig, i, j);
+  }
+  gq_replica_release(&r);
   order = gq_xcalloc(n_rel ? n_rel : 1, sizeof(*order));
   for (size_t i = 0; i < n_rel; i++)
     if (rel[i].end_ms >= 0 && gq_capacity_find(c, rel[i].node) >= 0) {
@@ -44,10 +71,14 @@ int gq_forecast_start(struct gq_capacity *c, const struct gq_gpujob *j,
 
     /* free everything that ends at t (all past ends count as now) */
     while (done < n && order[done].at == t) {
+      size_t k = (size_t)gq_capacity_find(c, order[done].rel->node);
+
+      total -= slots(c, elig, k, j);
       gq_capacity_commit(c, order[done].rel->node, order[done].rel->req, -1);
+      total += slots(c, elig, k, j);
       done++;
     }
-    if (gq_place_job(c, j, flavor, out, NULL, 0) == 0) {
+    if (total >= j->replicas && gq_place_job(c, j, flavor, out, NULL, 0) == 0) {
       *start_ms = t;
       rc = 0;
       break;
@@ -56,6 +87,7 @@ int gq_forecast_start(struct gq_capacity *c, const struct gq_gpujob *j,
   for (size_t i = 0; i < done; i++)
     gq_capacity_commit(c, order[i].rel->node, order[i].rel->req, +1);
   free(order);
+  free(elig);
   return rc;
 }
 
