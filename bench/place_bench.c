@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "api/gpujob.h"
+#include "api/names.h"
 #include "api/node.h"
 #include "base/alloc.h"
 #include "base/err.h"
@@ -93,8 +94,8 @@ static double time_place(struct gq_capacity *c, const struct gq_gpujob *j,
 
 int main(int argc, char **argv)
 {
-  int n = argc > 1 ? atoi(argv[1]) : 2000;
-  int zones = argc > 2 ? atoi(argv[2]) : 10;
+  int64_t n64 = 2000, zones64 = 10;
+  int n, zones;
   struct gq_node *nodes;
   const struct gq_node **ptr;
   struct gq_capacity cap;
@@ -107,8 +108,13 @@ int main(int argc, char **argv)
   int64_t start;
   int iters = 20;
 
+  if ((argc > 1 && gq_parse_int64(argv[1], &n64) != 0) ||
+      (argc > 2 && gq_parse_int64(argv[2], &zones64) != 0))
+    n64 = 0;
+  n = n64 >= 16 && n64 <= 1000000 ? (int)n64 : 0;
+  zones = (int)(zones64 >= 1 && zones64 <= 99 ? zones64 : 0);
   if (n < 16 || zones < 1 || zones > 99) {
-    fprintf(stderr, "usage: bench_place [NODES>=16 [ZONES 1-99]]\n");
+    fprintf(stderr, "usage: bench_place [NODES 16-1000000 [ZONES 1-99]]\n");
     return 2;
   }
   nodes = gq_xcalloc((size_t)n, sizeof(*nodes));
