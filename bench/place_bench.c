@@ -81,7 +81,7 @@ static void make_job(struct gq_gpujob *j, int replicas, int gpus)
 }
 
 /* Average µs per call of place (or forecast) over iters calls. */
-static double time_place(struct gq_capacity *c, const struct gq_gpujob *j,
+static double time_place(struct gq_snapshot *c, const struct gq_gpujob *j,
                          int iters, size_t *out)
 {
   double t0 = now_us();
@@ -98,10 +98,10 @@ int main(int argc, char **argv)
   int n, zones;
   struct gq_node *nodes;
   const struct gq_node **ptr;
-  struct gq_capacity cap;
+  struct gq_snapshot cap;
   struct gq_gpujob one, gang, big;
   struct gq_podsched r1;
-  struct gq_release *rel;
+  struct gq_forecast_release *rel;
   size_t n_rel = 0, *out;
   unsigned seed = 12345;
   double a, b, f, t0;
@@ -123,11 +123,11 @@ int main(int argc, char **argv)
     make_node(&nodes[i], i, zones);
     ptr[i] = &nodes[i];
   }
-  gq_capacity_init(&cap, ptr, (size_t)n, GQ_TOPOLOGY_ZONE);
+  gq_snapshot_init(&cap, ptr, (size_t)n, GQ_TOPOLOGY_ZONE);
   make_job(&one, 1, 1);
   make_job(&gang, 8, 8);
   make_job(&big, 64, 8);
-  gq_replica_request(&one, &r1);
+  gq_place_replica_request(&one, &r1);
   rel = gq_xcalloc((size_t)n * 8, sizeof(*rel));
   out = gq_xcalloc(64, sizeof(*out));
 
@@ -140,7 +140,7 @@ int main(int argc, char **argv)
       rel[n_rel].node = nodes[i].meta.name;
       rel[n_rel].req = &r1;
       rel[n_rel].end_ms = (int64_t)(rand_r(&seed) % 36000) * 1000;
-      gq_capacity_commit(&cap, rel[n_rel].node, &r1, +1);
+      gq_snapshot_commit(&cap, rel[n_rel].node, &r1, +1);
       n_rel++;
     }
   }
@@ -150,7 +150,7 @@ int main(int argc, char **argv)
     rel[n_rel].node = nodes[i].meta.name;
     rel[n_rel].req = &r1;
     rel[n_rel].end_ms = 36000 * 1000;
-    gq_capacity_commit(&cap, rel[n_rel].node, &r1, +1);
+    gq_snapshot_commit(&cap, rel[n_rel].node, &r1, +1);
     n_rel++;
   }
 
@@ -158,10 +158,10 @@ int main(int argc, char **argv)
   a = time_place(&cap, &one, 2000, out);
   /* place_gang: free 8 nodes' worth for it first (not timed) */
   for (int i = 0; i < 8 * 4 && i < n; i += 4)
-    gq_capacity_commit(&cap, nodes[i].meta.name, &r1, -1);
+    gq_snapshot_commit(&cap, nodes[i].meta.name, &r1, -1);
   b = time_place(&cap, &gang, iters, out);
   for (int i = 0; i < 8 * 4 && i < n; i += 4)
-    gq_capacity_commit(&cap, nodes[i].meta.name, &r1, +1);
+    gq_snapshot_commit(&cap, nodes[i].meta.name, &r1, +1);
 
   /* forecast_gang */
   t0 = now_us();
@@ -176,11 +176,11 @@ int main(int argc, char **argv)
          "forecast_gang_us=%.0f\n",
          n, a, b, f);
 
-  gq_replica_release(&r1);
+  gq_place_replica_release(&r1);
   gq_gpujob_release(&one);
   gq_gpujob_release(&gang);
   gq_gpujob_release(&big);
-  gq_capacity_release(&cap);
+  gq_snapshot_release(&cap);
   for (int i = 0; i < n; i++)
     gq_node_release(&nodes[i]);
   free(nodes);

@@ -8,7 +8,7 @@
 #include "base/alloc.h"
 #include "base/err.h"
 
-void gq_flavor_key(const char *resource, const char *flavor, char *buf,
+void gq_assign_flavor_key(const char *resource, const char *flavor, char *buf,
                    size_t len)
 {
   if (strcmp(resource, GQ_DEFAULT_GPU_RESOURCE) == 0)
@@ -75,7 +75,7 @@ static void clause(char *why, size_t whylen, const char *flavor,
              flavor, msg);
 }
 
-int gq_assign(struct gq_capacity *c, const struct gq_gpujob *j,
+int gq_assign_job(struct gq_snapshot *c, const struct gq_gpujob *j,
               const struct gq_teamquota *const *teams, size_t n_teams,
               size_t team, const struct gq_ledger_use *use, size_t n_use,
               struct gq_assignment *a, size_t *out, char *why, size_t whylen)
@@ -98,7 +98,7 @@ int gq_assign(struct gq_capacity *c, const struct gq_gpujob *j,
     if (strcmp(line->resource, j->gpu_resource) != 0 ||
         !accepts(j, line->flavor))
       continue;
-    gq_flavor_key(line->resource, line->flavor, key, sizeof(key));
+    gq_assign_flavor_key(line->resource, line->flavor, key, sizeof(key));
     cohort_for(teams, n_teams, line, key, use, n_use, qt);
     v = gq_quota_check(&co, team, j->gpus, &borrowed);
     if (v != GQ_Q_FITS_NOMINAL && v != GQ_Q_FITS_BORROWING) {

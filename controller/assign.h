@@ -14,7 +14,7 @@
  * cohort: a team with a line of the same (flavor, resource) contributes its
  * limits, a team without one has nominal 0 and neither lends nor borrows
  * (its use of that flavor, if any, counts as borrowed). Use comes from the
- * ledger, keyed by gq_flavor_key().
+ * ledger, keyed by gq_assign_flavor_key().
  *
  * Pure; the capacity snapshot is used as in gq_place_job() and left as it
  * was.
@@ -37,7 +37,7 @@
  * GQ_FLAVOR_KEY_MAX suffice): the flavor itself for the default resource
  * nvidia.com/gpu, else "<resource>:<flavor>" (label values and "*" contain
  * no ':', so keys never collide). */
-void gq_flavor_key(const char *resource, const char *flavor, char *buf,
+void gq_assign_flavor_key(const char *resource, const char *flavor, char *buf,
                    size_t len);
 
 struct gq_assignment {
@@ -69,7 +69,7 @@ struct gq_assignment {
  * e.g. "flavor NVIDIA-H100-80GB-HBM3: team 'research' uses 16 of its 16
  * nominal GPUs ...; flavor *: 0/4 nodes fit 1 replica of 8
  * nvidia.com/gpu: 4 Insufficient nvidia.com/gpu". */
-int gq_assign(struct gq_capacity *c, const struct gq_gpujob *j,
+int gq_assign_job(struct gq_snapshot *c, const struct gq_gpujob *j,
               const struct gq_teamquota *const *teams, size_t n_teams,
               size_t team, const struct gq_ledger_use *use, size_t n_use,
               struct gq_assignment *a, size_t *out, char *why, size_t whylen);

@@ -7,7 +7,7 @@
 #include "base/err.h"
 
 struct step {
-  const struct gq_release *rel;
+  const struct gq_forecast_release *rel;
   int64_t at; /* end_ms, or now_ms when already past */
 };
 
@@ -19,19 +19,19 @@ static int by_end(const void *a, const void *b)
 }
 
 /* Replicas of j node i could hold by GPUs alone (0 if not eligible). */
-static int64_t slots(const struct gq_capacity *c, const unsigned char *elig,
+static int64_t slots(const struct gq_snapshot *c, const unsigned char *elig,
                      size_t i, const struct gq_gpujob *j)
 {
   int64_t f;
 
   if (!elig[i])
     return 0;
-  f = gq_capacity_free(c, i, j->gpu_resource);
+  f = gq_snapshot_available(c, i, j->gpu_resource);
   return f > 0 ? f / j->gpus_per_replica : 0;
 }
 
-int gq_forecast_start(struct gq_capacity *c, const struct gq_gpujob *j,
-                      const char *flavor, const struct gq_release *rel,
+int gq_forecast_start(struct gq_snapshot *c, const struct gq_gpujob *j,
+                      const char *flavor, const struct gq_forecast_release *rel,
                       size_t n_rel, int64_t now_ms, int64_t *start_ms,
                       size_t *out)
 {
@@ -51,17 +51,17 @@ int gq_forecast_start(struct gq_capacity *c, const struct gq_gpujob *j,
    * free GPUs hold: a full placement is tried only when that count
    * reaches the gang, so a forecast costs one pass over the releases plus
    * a few placements, not one placement per distinct end time. */
-  gq_replica_request(j, &r);
+  gq_place_replica_request(j, &r);
   elig = gq_xcalloc(c->n ? c->n : 1, 1);
   for (size_t i = 0; i < c->n; i++) {
-    elig[i] = gq_job_node_check(c->nodes[i].node, j, flavor, &r, NULL, 0) ==
+    elig[i] = gq_place_node_check(c->nodes[i].node, j, flavor, &r, NULL, 0) ==
               NULL;
     total += slots(c, elig, i, j);
   }
-  gq_replica_release(&r);
+  gq_place_replica_release(&r);
   order = gq_xcalloc(n_rel ? n_rel : 1, sizeof(*order));
   for (size_t i = 0; i < n_rel; i++)
-    if (rel[i].end_ms >= 0 && gq_capacity_find(c, rel[i].node) >= 0) {
+    if (rel[i].end_ms >= 0 && gq_snapshot_find(c, rel[i].node) >= 0) {
       order[n].rel = &rel[i];
       order[n++].at = rel[i].end_ms > now_ms ? rel[i].end_ms : now_ms;
     }
@@ -71,10 +71,10 @@ int gq_forecast_start(struct gq_capacity *c, const struct gq_gpujob *j,
 
     /* free everything that ends at t (all past ends count as now) */
     while (done < n && order[done].at == t) {
-      size_t k = (size_t)gq_capacity_find(c, order[done].rel->node);
+      size_t k = (size_t)gq_snapshot_find(c, order[done].rel->node);
 
       total -= slots(c, elig, k, j);
-      gq_capacity_commit(c, order[done].rel->node, order[done].rel->req, -1);
+      gq_snapshot_commit(c, order[done].rel->node, order[done].rel->req, -1);
       total += slots(c, elig, k, j);
       done++;
     }
@@ -85,13 +85,13 @@ int gq_forecast_start(struct gq_capacity *c, const struct gq_gpujob *j,
     }
   }
   for (size_t i = 0; i < done; i++)
-    gq_capacity_commit(c, order[i].rel->node, order[i].rel->req, +1);
+    gq_snapshot_commit(c, order[i].rel->node, order[i].rel->req, +1);
   free(order);
   free(elig);
   return rc;
 }
 
-int gq_backfill_allowed(int64_t now_ms, int64_t expected_duration_s,
+int gq_forecast_backfill_allowed(int64_t now_ms, int64_t expected_duration_s,
                         int64_t reservation_ms)
 {
   if (reservation_ms < 0)

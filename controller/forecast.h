@@ -24,7 +24,7 @@
 /* One pod that will free its requests: on node 'node' (name, borrowed),
  * requests 'req' (borrowed; as committed to the snapshot), at end_ms
  * (Unix ms; -1 when unknown: its job has no expectedDurationSeconds). */
-struct gq_release {
+struct gq_forecast_release {
   const char *node;
   const struct gq_podsched *req;
   int64_t end_ms;
@@ -38,8 +38,8 @@ struct gq_release {
  * get: the reservation), or GQ_ECAPACITY with *start_ms = -1 when the
  * known ends do not free enough. c is left as it was. Releases naming a
  * node not in c are ignored. */
-int gq_forecast_start(struct gq_capacity *c, const struct gq_gpujob *j,
-                      const char *flavor, const struct gq_release *rel,
+int gq_forecast_start(struct gq_snapshot *c, const struct gq_gpujob *j,
+                      const char *flavor, const struct gq_forecast_release *rel,
                       size_t n_rel, int64_t now_ms, int64_t *start_ms,
                       size_t *out);
 
@@ -49,7 +49,7 @@ int gq_forecast_start(struct gq_capacity *c, const struct gq_gpujob *j,
  * overflow for any duration). A reservation of -1 (none) allows
  * everything; one already due (before now_ms) allows only a zero-length
  * job. now_ms >= 0. */
-int gq_backfill_allowed(int64_t now_ms, int64_t expected_duration_s,
+int gq_forecast_backfill_allowed(int64_t now_ms, int64_t expected_duration_s,
                         int64_t reservation_ms);
 
 #endif

@@ -1,4 +1,4 @@
-/* controller/place.c - capacity snapshot and gang placement (see place.h). */
+/* controller/place.c - gang placement (see place.h). */
 #include "controller/place.h"
 
 #include <stdio.h>
@@ -8,75 +8,7 @@
 #include "base/alloc.h"
 #include "base/err.h"
 
-static int cap_node_cmp(const void *a, const void *b)
-{
-  const struct gq_cap_node *x = a, *y = b;
-
-  return strcmp(x->node->meta.name, y->node->meta.name);
-}
-
-void gq_capacity_init(struct gq_capacity *c, const struct gq_node *const *nodes,
-                      size_t n, const char *topology_key)
-{
-  c->nodes = n ? gq_xcalloc(n, sizeof(*c->nodes)) : NULL;
-  c->n = n;
-  c->topology_key = topology_key;
-  for (size_t i = 0; i < n; i++) {
-    c->nodes[i].node = nodes[i];
-    gq_node_usage_init(&c->nodes[i].used);
-  }
-  if (n > 1)
-    qsort(c->nodes, n, sizeof(*c->nodes), cap_node_cmp);
-}
-
-void gq_capacity_release(struct gq_capacity *c)
-{
-  for (size_t i = 0; i < c->n; i++)
-    gq_node_usage_release(&c->nodes[i].used);
-  free(c->nodes);
-  c->nodes = NULL;
-  c->n = 0;
-}
-
-long gq_capacity_find(const struct gq_capacity *c, const char *name)
-{
-  size_t lo = 0, hi = c->n;
-
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    int cmp = strcmp(name, c->nodes[mid].node->meta.name);
-
-    if (cmp == 0)
-      return (long)mid;
-    if (cmp < 0)
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  return -1;
-}
-
-int gq_capacity_commit(struct gq_capacity *c, const char *node_name,
-                       const struct gq_podsched *s, int sign)
-{
-  long i = gq_capacity_find(c, node_name);
-
-  if (i < 0)
-    return GQ_ENOTFOUND;
-  gq_node_usage_add(&c->nodes[i].used, s, sign);
-  return 0;
-}
-
-int64_t gq_capacity_free(const struct gq_capacity *c, size_t i,
-                         const char *resource)
-{
-  const struct gq_cap_node *cn = &c->nodes[i];
-
-  return gq_node_allocatable(cn->node, resource) -
-         gq_node_usage_get(&cn->used, resource);
-}
-
-void gq_replica_request(const struct gq_gpujob *j, struct gq_podsched *out)
+void gq_place_replica_request(const struct gq_gpujob *j, struct gq_podsched *out)
 {
   const struct gq_podsched *t = &j->sched;
   size_t k = 0;
@@ -91,7 +23,7 @@ void gq_replica_request(const struct gq_gpujob *j, struct gq_podsched *out)
   out->n_extended = k;
 }
 
-void gq_replica_release(struct gq_podsched *s)
+void gq_place_replica_release(struct gq_podsched *s)
 {
   free(s->extended);
   s->extended = NULL;
@@ -106,7 +38,7 @@ static int product_accepted(const struct gq_gpujob *j, const char *product)
   return 0;
 }
 
-const char *gq_job_node_check(const struct gq_node *n,
+const char *gq_place_node_check(const struct gq_node *n,
                               const struct gq_gpujob *j, const char *flavor,
                               const struct gq_podsched *r, char *why,
                               size_t whylen)
@@ -156,7 +88,7 @@ const char *gq_job_node_check(const struct gq_node *n,
  * replicas were placed (== replicas on success). Greedy best fit is exact
  * for feasibility here: the replicas are identical, so the gang fits iff
  * the numbers of replicas each node can hold add up to 'replicas'. */
-static int32_t place_in(struct gq_capacity *c, const size_t *cand, size_t m,
+static int32_t place_in(struct gq_snapshot *c, const size_t *cand, size_t m,
                         const struct gq_podsched *r, const char *res,
                         int32_t replicas, size_t *out)
 {
@@ -173,7 +105,7 @@ static int32_t place_in(struct gq_capacity *c, const size_t *cand, size_t m,
 
       if (gq_fit_check(c->nodes[i].node, &c->nodes[i].used, r, NULL, 0))
         continue;
-      f = gq_capacity_free(c, i, res);
+      f = gq_snapshot_available(c, i, res);
       if (!found || f < best_free) { /* cand is in name order: ties keep the first */
         best = i;
         best_free = f;
@@ -223,7 +155,7 @@ static int reason_cmp(const void *a, const void *b)
 
 /* Writes "0/N nodes fit 1 replica of G res: <count> <reason>, ..." with the
  * reasons sorted, as kube-scheduler's FitError does. */
-static void reasons_format(struct reasons *rs, const struct gq_capacity *c,
+static void reasons_format(struct reasons *rs, const struct gq_snapshot *c,
                            const struct gq_gpujob *j, char *why, size_t whylen)
 {
   size_t len;
@@ -243,20 +175,20 @@ static void reasons_format(struct reasons *rs, const struct gq_capacity *c,
 }
 
 /* Free GPUs of 'res' summed over cand, each node's count clamped at 0. */
-static int64_t free_sum(const struct gq_capacity *c, const size_t *cand,
+static int64_t free_sum(const struct gq_snapshot *c, const size_t *cand,
                         size_t m, const char *res)
 {
   int64_t sum = 0;
 
   for (size_t x = 0; x < m; x++) {
-    int64_t f = gq_capacity_free(c, cand[x], res);
+    int64_t f = gq_snapshot_available(c, cand[x], res);
 
     sum += f > 0 ? f : 0;
   }
   return sum;
 }
 
-static const char *domain_of(const struct gq_capacity *c, size_t i)
+static const char *domain_of(const struct gq_snapshot *c, size_t i)
 {
   const char *v = gq_meta_label(&c->nodes[i].node->meta, c->topology_key);
 
@@ -284,7 +216,7 @@ static size_t in_domain(const size_t *elig, const char *const *dom, size_t m,
 /* For a multi-replica gang: tries each topology domain among the eligible
  * nodes and places the gang in the one that holds it with the fewest free
  * GPUs (ties by name). Returns 1 with out filled, or 0. */
-static int place_one_domain(struct gq_capacity *c, const size_t *elig,
+static int place_one_domain(struct gq_snapshot *c, const size_t *elig,
                             size_t m, const struct gq_podsched *r,
                             const struct gq_gpujob *j, size_t *out)
 {
@@ -324,7 +256,7 @@ static int place_one_domain(struct gq_capacity *c, const size_t *elig,
   return best != NULL;
 }
 
-int gq_place_job(struct gq_capacity *c, const struct gq_gpujob *j,
+int gq_place_job(struct gq_snapshot *c, const struct gq_gpujob *j,
                  const char *flavor, size_t *out, char *why, size_t whylen)
 {
   struct gq_podsched r;
@@ -335,11 +267,11 @@ int gq_place_job(struct gq_capacity *c, const struct gq_gpujob *j,
   int rc = 0;
   char msg[192];
 
-  gq_replica_request(j, &r);
+  gq_place_replica_request(j, &r);
   for (size_t i = 0; i < c->n; i++) {
     const char *res;
 
-    if (gq_job_node_check(c->nodes[i].node, j, flavor, &r, msg,
+    if (gq_place_node_check(c->nodes[i].node, j, flavor, &r, msg,
                           sizeof(msg))) {
       reason_add(&rs, msg);
       continue;
@@ -374,6 +306,6 @@ int gq_place_job(struct gq_capacity *c, const struct gq_gpujob *j,
     why[0] = '\0';
   free(rs.v);
   free(elig);
-  gq_replica_release(&r);
+  gq_place_replica_release(&r);
   return rc;
 }

@@ -26,7 +26,7 @@ static size_t label_part(const char *name, size_t max, char *out)
   return n;
 }
 
-void gq_pod_name(const struct gq_gpujob *j, int64_t attempt, int32_t replica,
+void gq_podspec_pod_name(const struct gq_gpujob *j, int64_t attempt, int32_t replica,
                  char *buf, size_t len)
 {
   char part[33];
@@ -36,7 +36,7 @@ void gq_pod_name(const struct gq_gpujob *j, int64_t attempt, int32_t replica,
            (int)replica);
 }
 
-void gq_service_name(const struct gq_gpujob *j, char *buf, size_t len)
+void gq_podspec_service_name(const struct gq_gpujob *j, char *buf, size_t len)
 {
   const char *name = j->meta.name;
   char part[64];
@@ -149,7 +149,7 @@ static void pin_node(json_t *spec, const struct gq_node *node)
   json_decref(pin);
 }
 
-json_t *gq_pod_build(const struct gq_gpujob *j, int64_t attempt,
+json_t *gq_podspec_pod(const struct gq_gpujob *j, int64_t attempt,
                      int32_t replica, const struct gq_node *node,
                      const char *resume_from)
 {
@@ -158,7 +158,7 @@ json_t *gq_pod_build(const struct gq_gpujob *j, int64_t attempt,
   char name[GQ_POD_NAME_MAX + 1], svc[64], buf[320];
   size_t i;
 
-  gq_pod_name(j, attempt, replica, name, sizeof(name));
+  gq_podspec_pod_name(j, attempt, replica, name, sizeof(name));
   json_object_set_new(pod, "apiVersion", json_string("v1"));
   json_object_set_new(pod, "kind", json_string("Pod"));
   meta = obj_at(pod, "metadata");
@@ -200,13 +200,13 @@ json_t *gq_pod_build(const struct gq_gpujob *j, int64_t attempt,
                         json_string(buf));
   }
 
-  gq_service_name(j, svc, sizeof(svc));
+  gq_podspec_service_name(j, svc, sizeof(svc));
   if (j->replicas > 1) {
     char master[GQ_POD_NAME_MAX + 1];
 
     json_object_set_new(spec, "hostname", json_string(name));
     json_object_set_new(spec, "subdomain", json_string(svc));
-    gq_pod_name(j, attempt, 0, master, sizeof(master));
+    gq_podspec_pod_name(j, attempt, 0, master, sizeof(master));
     snprintf(buf, sizeof(buf), "%s.%s.%s.svc", master, svc, j->meta.ns);
   }
   for (int k = 0; k < 2; k++) {
@@ -232,11 +232,11 @@ json_t *gq_pod_build(const struct gq_gpujob *j, int64_t attempt,
   return pod;
 }
 
-json_t *gq_service_build(const struct gq_gpujob *j)
+json_t *gq_podspec_service(const struct gq_gpujob *j)
 {
   char svc[64];
 
-  gq_service_name(j, svc, sizeof(svc));
+  gq_podspec_service_name(j, svc, sizeof(svc));
   return json_pack(
       "{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s}, s:o}, "
       "s:{s:s, s:b, s:{s:s}, s:[{s:s, s:i, s:s}]}}",

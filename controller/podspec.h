@@ -34,7 +34,7 @@
  * same name has another uid and so other pod names. Requires a job read
  * from the API server: metadata.uid is a non-empty lower-case UUID.
  * attempt >= 1, 0 <= replica < j->replicas. */
-void gq_pod_name(const struct gq_gpujob *j, int64_t attempt, int32_t replica,
+void gq_podspec_pod_name(const struct gq_gpujob *j, int64_t attempt, int32_t replica,
                  char *buf, size_t len);
 
 /* Writes the name of the job's headless Service into buf (len bytes, at
@@ -42,13 +42,13 @@ void gq_pod_name(const struct gq_gpujob *j, int64_t attempt, int32_t replica,
  * the job's name when it already is one, else "gj-<name>-<uid8>" with the
  * name cut to 50, '.' turned into '-' and trailing '-' dropped. The uid
  * keeps two jobs whose names map to the same form (9x and 9.x) apart. */
-void gq_service_name(const struct gq_gpujob *j, char *buf, size_t len);
+void gq_podspec_service_name(const struct gq_gpujob *j, char *buf, size_t len);
 
 /* Builds replica 'replica' of attempt 'attempt' of job j, pinned to node
  * 'node' (borrowed, read only during the call). From j->template it keeps
  * metadata labels and annotations and the whole pod spec, then sets
  * (DESIGN §3):
- *   - metadata name (gq_pod_name), namespace, labels GQ_LBL_JOB, _JOB_UID,
+ *   - metadata name (gq_podspec_pod_name), namespace, labels GQ_LBL_JOB, _JOB_UID,
  *     _TEAM, _ATTEMPT, _REPLICA, and one controller owner reference to the
  *     GpuJob (controller and blockOwnerDeletion true; kubectl drain
  *     refuses pods without a controller);
@@ -72,7 +72,7 @@ void gq_service_name(const struct gq_gpujob *j, char *buf, size_t len);
  *   - restartPolicy Never when the template has none (a failed replica is
  *     retried by gpuq, as a new attempt of the gang);
  *   - priorityClassName from spec.priorityClassName when set. */
-json_t *gq_pod_build(const struct gq_gpujob *j, int64_t attempt,
+json_t *gq_podspec_pod(const struct gq_gpujob *j, int64_t attempt,
                      int32_t replica, const struct gq_node *node,
                      const char *resume_from);
 
@@ -81,6 +81,6 @@ json_t *gq_pod_build(const struct gq_gpujob *j, int64_t attempt,
  * (replicas resolve each other before they are Ready), one port
  * GQ_MASTER_PORT named "rendezvous", and the same controller owner
  * reference as the pods. */
-json_t *gq_service_build(const struct gq_gpujob *j);
+json_t *gq_podspec_service(const struct gq_gpujob *j);
 
 #endif

@@ -82,7 +82,7 @@ static void test_gang_placed_bound_and_running(void **state)
   size_t n = json_array_size(items), i, out[2];
   struct gq_node *nodes = calloc(n, sizeof(*nodes));
   const struct gq_node **ptr = calloc(n, sizeof(*ptr));
-  struct gq_capacity cap;
+  struct gq_snapshot cap;
   struct gq_gpujob j;
   char err[256], why[512], name[GQ_POD_NAME_MAX + 1];
 
@@ -93,7 +93,7 @@ static void test_gang_placed_bound_and_running(void **state)
       fail_msg("node %zu: %s", i, err);
     ptr[i] = &nodes[i];
   }
-  gq_capacity_init(&cap, ptr, n, GQ_TOPOLOGY_ZONE);
+  gq_snapshot_init(&cap, ptr, n, GQ_TOPOLOGY_ZONE);
 
   obj = gq_test_json_sq(
       "{'apiVersion':'gpuq.dev/v1alpha1','kind':'GpuJob',"
@@ -113,11 +113,11 @@ static void test_gang_placed_bound_and_running(void **state)
     assert_string_equal(cap.nodes[out[r]].node->gpu_product,
                         "NVIDIA-H100-80GB-HBM3");
 
-  svc = gq_service_build(&j);
+  svc = gq_podspec_service(&j);
   json_decref(call("POST", "/api/v1/namespaces/default/services", svc, 201));
   json_decref(svc);
   for (int r = 0; r < 2; r++) {
-    json_t *pod = gq_pod_build(&j, 1, r, cap.nodes[out[r]].node,
+    json_t *pod = gq_podspec_pod(&j, 1, r, cap.nodes[out[r]].node,
                                NULL);
 
     json_decref(call("POST", "/api/v1/namespaces/default/pods", pod, 201));
@@ -128,7 +128,7 @@ static void test_gang_placed_bound_and_running(void **state)
   for (int r = 0; r < 2; r++) {
     char *bound;
 
-    gq_pod_name(&j, 1, r, name, sizeof(name));
+    gq_podspec_pod_name(&j, 1, r, name, sizeof(name));
     bound = wait_running(name);
     assert_non_null(bound);
     assert_string_equal(bound, cap.nodes[out[r]].node->meta.name);
@@ -148,7 +148,7 @@ static void test_gang_placed_bound_and_running(void **state)
   }
 
   gq_gpujob_release(&j);
-  gq_capacity_release(&cap);
+  gq_snapshot_release(&cap);
   for (i = 0; i < n; i++)
     gq_node_release(&nodes[i]);
   free(nodes);

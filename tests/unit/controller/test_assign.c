@@ -67,7 +67,7 @@ static void job(struct gq_gpujob *j, int gpus, const char *gpu)
 struct fixture {
   struct gq_node nodes[2];
   const struct gq_node *ptr[2];
-  struct gq_capacity cap;
+  struct gq_snapshot cap;
 };
 
 /* One H100 and one A100 node, or two A100 nodes when no_h100. */
@@ -77,12 +77,12 @@ static void start(struct fixture *f, int no_h100)
   node(&f->nodes[1], "gpu-1", A100);
   f->ptr[0] = &f->nodes[0];
   f->ptr[1] = &f->nodes[1];
-  gq_capacity_init(&f->cap, f->ptr, 2, NULL);
+  gq_snapshot_init(&f->cap, f->ptr, 2, NULL);
 }
 
 static void end(struct fixture *f)
 {
-  gq_capacity_release(&f->cap);
+  gq_snapshot_release(&f->cap);
   gq_node_release(&f->nodes[0]);
   gq_node_release(&f->nodes[1]);
 }
@@ -105,7 +105,7 @@ static void test_lines_in_order(void **state)
   job(&j, 4, "");
 
   /* Nothing used: the first line, on the H100 node. */
-  assert_int_equal(gq_assign(&f.cap, &j, teams, 1, 0, NULL, 0, &as, out, why,
+  assert_int_equal(gq_assign_job(&f.cap, &j, teams, 1, 0, NULL, 0, &as, out, why,
                              sizeof(why)), 0);
   assert_int_equal(as.line, 0);
   assert_string_equal(as.key, H100);
@@ -113,7 +113,7 @@ static void test_lines_in_order(void **state)
   assert_string_equal(f.cap.nodes[out[0]].node->meta.name, "gpu-0");
 
   /* H100 quota used up (no cohort, no borrowing): the "*" line, any node. */
-  assert_int_equal(gq_assign(&f.cap, &j, teams, 1, 0, use, 1, &as, out, why,
+  assert_int_equal(gq_assign_job(&f.cap, &j, teams, 1, 0, use, 1, &as, out, why,
                              sizeof(why)), 0);
   assert_int_equal(as.line, 1);
   assert_string_equal(as.flavor, "*");
@@ -123,7 +123,7 @@ static void test_lines_in_order(void **state)
 
   /* A job that wants A100 only skips the H100 line. */
   job(&j, 4, "'products':['" A100 "']");
-  assert_int_equal(gq_assign(&f.cap, &j, teams, 1, 0, NULL, 0, &as, out, why,
+  assert_int_equal(gq_assign_job(&f.cap, &j, teams, 1, 0, NULL, 0, &as, out, why,
                              sizeof(why)), 0);
   assert_int_equal(as.line, 1);
   assert_string_equal(f.cap.nodes[out[0]].node->meta.name, "gpu-1");
@@ -148,7 +148,7 @@ static void test_no_line_and_no_capacity(void **state)
   team(&a, "a", "", "{'flavor':'" H100 "','nominal':8}");
 
   job(&j, 1, "'resource':'nvidia.com/mig-1g.10gb'");
-  assert_int_equal(gq_assign(&f.cap, &j, teams, 1, 0, NULL, 0, &as, out, why,
+  assert_int_equal(gq_assign_job(&f.cap, &j, teams, 1, 0, NULL, 0, &as, out, why,
                              sizeof(why)), GQ_ENOTFOUND);
   assert_string_equal(why, "team 'a' has no quota line for "
                            "nvidia.com/mig-1g.10gb");
@@ -156,7 +156,7 @@ static void test_no_line_and_no_capacity(void **state)
 
   /* Quota allows it, but no node is of the H100 flavor. */
   job(&j, 4, "");
-  assert_int_equal(gq_assign(&f.cap, &j, teams, 1, 0, NULL, 0, &as, out, why,
+  assert_int_equal(gq_assign_job(&f.cap, &j, teams, 1, 0, NULL, 0, &as, out, why,
                              sizeof(why)), GQ_ECAPACITY);
   assert_string_equal(as.flavor, H100);
   assert_string_equal(
@@ -164,7 +164,7 @@ static void test_no_line_and_no_capacity(void **state)
            "2 node(s) had GPU product " A100 ", not flavor " H100);
   gq_gpujob_release(&j);
 
-  gq_flavor_key("nvidia.com/mig-1g.10gb", "*", key, sizeof(key));
+  gq_assign_flavor_key("nvidia.com/mig-1g.10gb", "*", key, sizeof(key));
   assert_string_equal(key, "nvidia.com/mig-1g.10gb:*");
   gq_teamquota_release(&a);
   end(&f);
@@ -188,13 +188,13 @@ static void test_borrowing_in_cohort(void **state)
   job(&j, 4, "");
 
   /* b's 8 GPUs are idle: a borrows 4. */
-  assert_int_equal(gq_assign(&f.cap, &j, teams, 2, 0, NULL, 0, &as, out, why,
+  assert_int_equal(gq_assign_job(&f.cap, &j, teams, 2, 0, NULL, 0, &as, out, why,
                              sizeof(why)), 0);
   assert_int_equal(as.verdict, GQ_Q_FITS_BORROWING);
   assert_int_equal(as.borrowed_after, 4);
 
   /* b uses all of them: a waits, and says why. */
-  assert_int_equal(gq_assign(&f.cap, &j, teams, 2, 0, busy, 1, &as, out, why,
+  assert_int_equal(gq_assign_job(&f.cap, &j, teams, 2, 0, busy, 1, &as, out, why,
                              sizeof(why)), GQ_EQUOTA);
   assert_int_equal(as.verdict, GQ_Q_COHORT_EXHAUSTED);
   assert_non_null(strstr(why, "flavor *: "));
@@ -202,12 +202,12 @@ static void test_borrowing_in_cohort(void **state)
   /* Without the cohort, a's nominal 0 never fits. */
   gq_teamquota_release(&a);
   team(&a, "a", "", "{'flavor':'*','nominal':0}");
-  assert_int_equal(gq_assign(&f.cap, &j, teams, 1, 0, NULL, 0, &as, out, why,
+  assert_int_equal(gq_assign_job(&f.cap, &j, teams, 1, 0, NULL, 0, &as, out, why,
                              sizeof(why)), GQ_EQUOTA);
   assert_int_equal(as.verdict, GQ_Q_ZERO_QUOTA);
 
   /* No buffer for the message: same answer. */
-  assert_int_equal(gq_assign(&f.cap, &j, teams, 1, 0, NULL, 0, &as, out,
+  assert_int_equal(gq_assign_job(&f.cap, &j, teams, 1, 0, NULL, 0, &as, out,
                              NULL, 0), GQ_EQUOTA);
   gq_teamquota_release(&a);
 
@@ -218,7 +218,7 @@ static void test_borrowing_in_cohort(void **state)
 
     team(&a, "a", "",
          "{'flavor':'" H100 "','nominal':0},{'flavor':'*','nominal':8}");
-    assert_int_equal(gq_assign(&f.cap, &j, teams, 1, 0, full, 1, &as, out,
+    assert_int_equal(gq_assign_job(&f.cap, &j, teams, 1, 0, full, 1, &as, out,
                                why, sizeof(why)), GQ_EQUOTA);
     assert_int_equal(as.line, 1);
     assert_int_equal(as.verdict, GQ_Q_OVER_NOMINAL_NO_BORROW);

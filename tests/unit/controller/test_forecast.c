@@ -46,10 +46,10 @@ static void job(struct gq_gpujob *j, int replicas, int gpus)
 struct world {
   struct gq_node nodes[2];
   const struct gq_node *ptr[2];
-  struct gq_capacity cap;
+  struct gq_snapshot cap;
   struct gq_gpujob four, eight;
   struct gq_podsched r4, r8;
-  struct gq_release rel[3];
+  struct gq_forecast_release rel[3];
 };
 
 /* n-0 runs two 4-GPU pods ending at 100 s and 200 s; n-1 one 8-GPU pod
@@ -60,34 +60,34 @@ static void world_start(struct world *w, int n1_unknown)
   node(&w->nodes[1], "n-1");
   w->ptr[0] = &w->nodes[0];
   w->ptr[1] = &w->nodes[1];
-  gq_capacity_init(&w->cap, w->ptr, 2, NULL);
+  gq_snapshot_init(&w->cap, w->ptr, 2, NULL);
   job(&w->four, 1, 4);
   job(&w->eight, 1, 8);
-  gq_replica_request(&w->four, &w->r4);
-  gq_replica_request(&w->eight, &w->r8);
-  w->rel[0] = (struct gq_release){"n-0", &w->r4, 100 * S};
-  w->rel[1] = (struct gq_release){"n-0", &w->r4, 200 * S};
-  w->rel[2] = (struct gq_release){"n-1", &w->r8, n1_unknown ? -1 : 150 * S};
+  gq_place_replica_request(&w->four, &w->r4);
+  gq_place_replica_request(&w->eight, &w->r8);
+  w->rel[0] = (struct gq_forecast_release){"n-0", &w->r4, 100 * S};
+  w->rel[1] = (struct gq_forecast_release){"n-0", &w->r4, 200 * S};
+  w->rel[2] = (struct gq_forecast_release){"n-1", &w->r8, n1_unknown ? -1 : 150 * S};
   for (size_t i = 0; i < 3; i++)
     assert_int_equal(
-        gq_capacity_commit(&w->cap, w->rel[i].node, w->rel[i].req, +1), 0);
+        gq_snapshot_commit(&w->cap, w->rel[i].node, w->rel[i].req, +1), 0);
 }
 
 static void world_end(struct world *w)
 {
-  gq_replica_release(&w->r4);
-  gq_replica_release(&w->r8);
+  gq_place_replica_release(&w->r4);
+  gq_place_replica_release(&w->r8);
   gq_gpujob_release(&w->four);
   gq_gpujob_release(&w->eight);
-  gq_capacity_release(&w->cap);
+  gq_snapshot_release(&w->cap);
   gq_node_release(&w->nodes[0]);
   gq_node_release(&w->nodes[1]);
 }
 
 static void assert_full(struct world *w)
 {
-  assert_int_equal(gq_capacity_free(&w->cap, 0, "nvidia.com/gpu"), 0);
-  assert_int_equal(gq_capacity_free(&w->cap, 1, "nvidia.com/gpu"), 0);
+  assert_int_equal(gq_snapshot_available(&w->cap, 0, "nvidia.com/gpu"), 0);
+  assert_int_equal(gq_snapshot_available(&w->cap, 1, "nvidia.com/gpu"), 0);
 }
 
 static void test_start_from_expected_ends(void **state)
@@ -162,19 +162,19 @@ static void test_past_ends_together(void **state)
   struct world w;
   int64_t start;
   size_t out[1];
-  struct gq_release rel[3];
+  struct gq_forecast_release rel[3];
 
   (void)state;
   world_start(&w, 0);
   /* Re-commit: n-0 one 8-GPU pod ended at 1 s; n-1 a 4-GPU pod ended at
    * 2 s and one of unknown end. */
   for (size_t i = 0; i < 3; i++)
-    gq_capacity_commit(&w.cap, w.rel[i].node, w.rel[i].req, -1);
-  rel[0] = (struct gq_release){"n-0", &w.r8, 1 * S};
-  rel[1] = (struct gq_release){"n-1", &w.r4, 2 * S};
-  rel[2] = (struct gq_release){"n-1", &w.r4, -1};
+    gq_snapshot_commit(&w.cap, w.rel[i].node, w.rel[i].req, -1);
+  rel[0] = (struct gq_forecast_release){"n-0", &w.r8, 1 * S};
+  rel[1] = (struct gq_forecast_release){"n-1", &w.r4, 2 * S};
+  rel[2] = (struct gq_forecast_release){"n-1", &w.r4, -1};
   for (size_t i = 0; i < 3; i++)
-    gq_capacity_commit(&w.cap, rel[i].node, rel[i].req, +1);
+    gq_snapshot_commit(&w.cap, rel[i].node, rel[i].req, +1);
   assert_int_equal(gq_forecast_start(&w.cap, &w.four, NULL, rel, 3, 10 * S,
                                      &start, out), 0);
   assert_int_equal(start, 10 * S);
@@ -191,7 +191,7 @@ static void test_fits_now(void **state)
 
   (void)state;
   world_start(&w, 0);
-  assert_int_equal(gq_capacity_commit(&w.cap, "n-1", &w.r8, -1), 0);
+  assert_int_equal(gq_snapshot_commit(&w.cap, "n-1", &w.r8, -1), 0);
   assert_int_equal(gq_forecast_start(&w.cap, &w.eight, NULL, w.rel, 2, 5 * S,
                                      &start, out), 0);
   assert_int_equal(start, 5 * S);
@@ -201,16 +201,16 @@ static void test_fits_now(void **state)
 static void test_backfill_rule(void **state)
 {
   (void)state;
-  assert_true(gq_backfill_allowed(0, 100, 150 * S));
-  assert_true(gq_backfill_allowed(50 * S, 100, 150 * S)); /* ends exactly */
-  assert_false(gq_backfill_allowed(51 * S, 100, 150 * S));
-  assert_false(gq_backfill_allowed(0, -1, 150 * S)); /* unknown duration */
-  assert_true(gq_backfill_allowed(0, -1, -1));       /* no reservation */
+  assert_true(gq_forecast_backfill_allowed(0, 100, 150 * S));
+  assert_true(gq_forecast_backfill_allowed(50 * S, 100, 150 * S)); /* ends exactly */
+  assert_false(gq_forecast_backfill_allowed(51 * S, 100, 150 * S));
+  assert_false(gq_forecast_backfill_allowed(0, -1, 150 * S)); /* unknown duration */
+  assert_true(gq_forecast_backfill_allowed(0, -1, -1));       /* no reservation */
   /* No overflow for absurd durations. */
-  assert_false(gq_backfill_allowed(1700000000000LL, 9300000000000000LL,
+  assert_false(gq_forecast_backfill_allowed(1700000000000LL, 9300000000000000LL,
                                    1800000000000LL));
-  assert_false(gq_backfill_allowed(INT64_MAX - 10, 1, INT64_MAX));
-  assert_false(gq_backfill_allowed(100 * S, 1, 50 * S)); /* already due */
+  assert_false(gq_forecast_backfill_allowed(INT64_MAX - 10, 1, INT64_MAX));
+  assert_false(gq_forecast_backfill_allowed(100 * S, 1, 50 * S)); /* already due */
 }
 
 int main(void)

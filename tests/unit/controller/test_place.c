@@ -58,19 +58,19 @@ struct cluster {
   struct gq_node nodes[MAXN];
   const struct gq_node *ptr[MAXN];
   size_t n;
-  struct gq_capacity cap;
+  struct gq_snapshot cap;
 };
 
 static void cluster_start(struct cluster *cl, const char *topology)
 {
   for (size_t i = 0; i < cl->n; i++)
     cl->ptr[i] = &cl->nodes[i];
-  gq_capacity_init(&cl->cap, cl->ptr, cl->n, topology);
+  gq_snapshot_init(&cl->cap, cl->ptr, cl->n, topology);
 }
 
 static void cluster_end(struct cluster *cl)
 {
-  gq_capacity_release(&cl->cap);
+  gq_snapshot_release(&cl->cap);
   for (size_t i = 0; i < cl->n; i++)
     gq_node_release(&cl->nodes[i]);
 }
@@ -87,9 +87,9 @@ static void use(struct cluster *cl, const char *name, int g)
   struct gq_podsched r;
 
   job(&j, 1, g, "", "");
-  gq_replica_request(&j, &r);
-  assert_int_equal(gq_capacity_commit(&cl->cap, name, &r, +1), 0);
-  gq_replica_release(&r);
+  gq_place_replica_request(&j, &r);
+  assert_int_equal(gq_snapshot_commit(&cl->cap, name, &r, +1), 0);
+  gq_place_replica_release(&r);
   gq_gpujob_release(&j);
 }
 
@@ -109,7 +109,7 @@ static void test_best_fit(void **state)
   cluster_start(&cl, GQ_TOPOLOGY_ZONE);
   use(&cl, "n-b", 6); /* n-b has 2 free: the tightest fit for 2 GPUs */
   use(&cl, "n-c", 4);
-  assert_int_equal(gq_capacity_free(&cl.cap, (size_t)gq_capacity_find(&cl.cap, "n-b"),
+  assert_int_equal(gq_snapshot_available(&cl.cap, (size_t)gq_snapshot_find(&cl.cap, "n-b"),
                                     "nvidia.com/gpu"), 2);
   job(&j, 1, 2, "", "");
   assert_int_equal(gq_place_job(&cl.cap, &j, NULL, out, why, sizeof(why)), 0);
@@ -121,7 +121,7 @@ static void test_best_fit(void **state)
   job(&j, 1, 3, "", "");
   assert_int_equal(gq_place_job(&cl.cap, &j, NULL, out, why, sizeof(why)), 0);
   assert_string_equal(name_at(&cl, out[0]), "n-c");
-  assert_int_equal(gq_capacity_free(&cl.cap, out[0], "nvidia.com/gpu"), 4);
+  assert_int_equal(gq_snapshot_available(&cl.cap, out[0], "nvidia.com/gpu"), 4);
   gq_gpujob_release(&j);
 
   cluster_end(&cl);
@@ -157,7 +157,7 @@ static void test_gang_all_or_nothing(void **state)
   assert_string_equal(why, "gang of 3 replicas x 8 nvidia.com/gpu does not "
                            "fit: at most 2 fit");
   for (size_t i = 0; i < cl.cap.n; i++)
-    assert_int_equal(gq_capacity_free(&cl.cap, i, "nvidia.com/gpu"),
+    assert_int_equal(gq_snapshot_available(&cl.cap, i, "nvidia.com/gpu"),
                      strcmp(name_at(&cl, i), "n-3") == 0 ? 4 : 8);
   gq_gpujob_release(&j);
   cluster_end(&cl);
@@ -228,8 +228,8 @@ static void test_allocatable_zero_and_cpu(void **state)
   /* busy has 8 free GPUs, but another workload holds 62 of its 64 CPUs. */
   s.node_name = "";
   s.cpu_milli = 62000;
-  assert_int_equal(gq_capacity_commit(&cl.cap, "busy", &s, +1), 0);
-  assert_int_equal(gq_capacity_commit(&cl.cap, "nowhere", &s, +1),
+  assert_int_equal(gq_snapshot_commit(&cl.cap, "busy", &s, +1), 0);
+  assert_int_equal(gq_snapshot_commit(&cl.cap, "nowhere", &s, +1),
                    GQ_ENOTFOUND);
   job(&j, 1, 1, "", "");
   assert_int_equal(gq_place_job(&cl.cap, &j, NULL, out, why, sizeof(why)),
@@ -237,7 +237,7 @@ static void test_allocatable_zero_and_cpu(void **state)
   assert_string_equal(why, "0/2 nodes fit 1 replica of 1 nvidia.com/gpu: "
                            "1 Insufficient cpu, "
                            "1 node(s) had no allocatable nvidia.com/gpu");
-  assert_int_equal(gq_capacity_commit(&cl.cap, "busy", &s, -1), 0);
+  assert_int_equal(gq_snapshot_commit(&cl.cap, "busy", &s, -1), 0);
   assert_int_equal(gq_place_job(&cl.cap, &j, NULL, out, why, sizeof(why)), 0);
   assert_string_equal(name_at(&cl, out[0]), "busy");
   gq_gpujob_release(&j);
@@ -290,7 +290,7 @@ static void test_mig_fixture(void **state)
 {
   struct gq_node n;
   const struct gq_node *p = &n;
-  struct gq_capacity cap;
+  struct gq_snapshot cap;
   struct gq_gpujob j;
   size_t out[1];
   char why[512], err[256];
@@ -304,8 +304,8 @@ static void test_mig_fixture(void **state)
     fail_msg("fixture: %s", jerr.text);
   assert_int_equal(gq_node_decode(obj, NULL, &n, err, sizeof(err)), 0);
   json_decref(obj);
-  gq_capacity_init(&cap, &p, 1, NULL);
-  slices = gq_capacity_free(&cap, 0, "nvidia.com/mig-1g.10gb");
+  gq_snapshot_init(&cap, &p, 1, NULL);
+  slices = gq_snapshot_available(&cap, 0, "nvidia.com/mig-1g.10gb");
   assert_true(slices > 0);
 
   job(&j, 1, 1, "'resource':'nvidia.com/mig-1g.10gb'",
@@ -315,18 +315,18 @@ static void test_mig_fixture(void **state)
   {
     struct gq_podsched r;
 
-    gq_replica_request(&j, &r);
+    gq_place_replica_request(&j, &r);
     for (int64_t i = 0; i < slices; i++)
-      assert_int_equal(gq_capacity_commit(&cap, n.meta.name, &r, +1), 0);
+      assert_int_equal(gq_snapshot_commit(&cap, n.meta.name, &r, +1), 0);
     assert_int_equal(gq_place_job(&cap, &j, NULL, out, why, sizeof(why)),
                      GQ_ECAPACITY);
     assert_non_null(strstr(why, "1 Insufficient nvidia.com/mig-1g.10gb"));
-    assert_int_equal(gq_capacity_commit(&cap, n.meta.name, &r, -1), 0);
+    assert_int_equal(gq_snapshot_commit(&cap, n.meta.name, &r, -1), 0);
     assert_int_equal(gq_place_job(&cap, &j, NULL, out, why, sizeof(why)), 0);
-    gq_replica_release(&r);
+    gq_place_replica_release(&r);
   }
   gq_gpujob_release(&j);
-  gq_capacity_release(&cap);
+  gq_snapshot_release(&cap);
   gq_node_release(&n);
 }
 

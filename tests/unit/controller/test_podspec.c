@@ -125,7 +125,7 @@ static void test_single_replica(void **state)
       "'resources':{'requests':{'cpu':'4'}}}]");
   node(&n1, "n-1", "za");
   node(&n2, "n-2", "za");
-  pod = gq_pod_build(&j, 3, 0, &n1, "s3://ckpt/step-100");
+  pod = gq_podspec_pod(&j, 3, 0, &n1, "s3://ckpt/step-100");
   decode(pod, &p);
 
   assert_string_equal(p.meta.name, "eval-0f3c2a9e-3-0");
@@ -160,7 +160,7 @@ static void test_single_replica(void **state)
 
   /* Deterministic: the same arguments give the same document. */
   {
-    json_t *again = gq_pod_build(&j, 3, 0, &n1, "s3://ckpt/step-100");
+    json_t *again = gq_podspec_pod(&j, 3, 0, &n1, "s3://ckpt/step-100");
 
     assert_true(json_equal(pod, again));
     json_decref(again);
@@ -196,7 +196,7 @@ static void test_affinity_terms_and_gpu_container(void **state)
   node(&a1, "n-1", "za");
   node(&c1, "n-1", "zc"); /* same name, outside both terms */
   node(&a2, "n-2", "za");
-  pod = gq_pod_build(&j, 1, 0, &a1, NULL);
+  pod = gq_podspec_pod(&j, 1, 0, &a1, NULL);
   decode(pod, &p);
 
   /* Each non-empty ORed term got the pin: n-1 in za passes, n-1 in zc
@@ -270,10 +270,10 @@ static void test_multi_replica(void **state)
       "'containers':[{'name':'c','image':'x'},{'name':'d','image':'y'}]");
   node(&node1, "n-1", "za");
   node(&node2, "n-2", "za");
-  pod0 = gq_pod_build(&j, 12, 0, &node1, NULL);
-  pod2 = gq_pod_build(&j, 12, 2, &node2, NULL);
-  gq_pod_name(&j, 12, 0, n0, sizeof(n0));
-  gq_pod_name(&j, 12, 2, n2, sizeof(n2));
+  pod0 = gq_podspec_pod(&j, 12, 0, &node1, NULL);
+  pod2 = gq_podspec_pod(&j, 12, 2, &node2, NULL);
+  gq_podspec_pod_name(&j, 12, 0, n0, sizeof(n0));
+  gq_podspec_pod_name(&j, 12, 2, n2, sizeof(n2));
 
   assert_string_equal(n0, "llama-70b-pretrain-run-with-a-ve-0f3c2a9e-12-0");
   assert_string_not_equal(n0, n2);
@@ -294,7 +294,7 @@ static void test_multi_replica(void **state)
     assert_string_equal(env(pod0, c, "MASTER_ADDR"), master);
   }
 
-  svc = gq_service_build(&j);
+  svc = gq_podspec_service(&j);
   assert_string_equal(json_string_value(json_object_get(
                           json_object_get(svc, "metadata"), "name")),
                       longname);
@@ -329,14 +329,14 @@ static void test_names_from_unusual_job_names(void **state)
 
   (void)state;
   job(&j, "7b-sweep", 2, "'containers':[{'name':'c','image':'x'}]");
-  gq_service_name(&j, svc, sizeof(svc));
+  gq_podspec_service_name(&j, svc, sizeof(svc));
   assert_string_equal(svc, "gj-7b-sweep-0f3c2a9e");
   gq_gpujob_release(&j);
 
   /* Dots are allowed in a GpuJob name but not in a hostname or Service. */
   job(&j, "train.v2", 2, "'containers':[{'name':'c','image':'x'}]");
-  gq_service_name(&j, svc, sizeof(svc));
-  gq_pod_name(&j, 1, 0, pod, sizeof(pod));
+  gq_podspec_service_name(&j, svc, sizeof(svc));
+  gq_podspec_pod_name(&j, 1, 0, pod, sizeof(pod));
   assert_string_equal(svc, "gj-train-v2-0f3c2a9e");
   assert_string_equal(pod, "train-v2-0f3c2a9e-1-0");
   gq_gpujob_release(&j);
@@ -344,7 +344,7 @@ static void test_names_from_unusual_job_names(void **state)
   /* Cut at 32 just after a dot: no trailing '-' or '.'. */
   job(&j, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.b", 1,
       "'containers':[{'name':'c','image':'x'}]");
-  gq_pod_name(&j, 1, 0, pod, sizeof(pod));
+  gq_podspec_pod_name(&j, 1, 0, pod, sizeof(pod));
   assert_string_equal(pod, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-0f3c2a9e-1-0");
   assert_true(gq_dns_label_ok(pod, strlen(pod)));
   gq_gpujob_release(&j);
@@ -365,7 +365,7 @@ static void test_pin_uses_hostname_label(void **state)
   node_h(&other, "gpu-3", "gpu-3", "za");
 
   /* The hostname label can differ from the node's name. */
-  pod = gq_pod_build(&j, 1, 0, &labelled, NULL);
+  pod = gq_podspec_pod(&j, 1, 0, &labelled, NULL);
   decode(pod, &p);
   assert_null(gq_node_eligible(&labelled, &p.sched, why, sizeof(why)));
   assert_non_null(gq_node_eligible(&other, &p.sched, why, sizeof(why)));
@@ -373,7 +373,7 @@ static void test_pin_uses_hostname_label(void **state)
   json_decref(pod);
 
   /* No hostname label: pinned by metadata.name. */
-  pod = gq_pod_build(&j, 1, 0, &bare, NULL);
+  pod = gq_podspec_pod(&j, 1, 0, &bare, NULL);
   decode(pod, &p);
   assert_null(gq_node_eligible(&bare, &p.sched, why, sizeof(why)));
   assert_non_null(gq_node_eligible(&other, &p.sched, why, sizeof(why)));
@@ -387,7 +387,7 @@ static void test_pin_uses_hostname_label(void **state)
   job(&j, "eval", 1,
       "'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':"
       "{'nodeSelectorTerms':[null]}}},'containers':[{'name':'c','image':'x'}]");
-  pod = gq_pod_build(&j, 1, 0, &labelled, NULL);
+  pod = gq_podspec_pod(&j, 1, 0, &labelled, NULL);
   decode(pod, &p);
   assert_string_equal(gq_node_eligible(&labelled, &p.sched, why, sizeof(why)),
                       "NodeAffinity");
