@@ -75,6 +75,17 @@ static void clause(char *why, size_t whylen, const char *flavor,
              flavor, msg);
 }
 
+/* Records line i (its flavor, ledger key and quota verdict) in *a. */
+static void note(struct gq_assignment *a, size_t i, const char *flavor,
+                 const char *key, enum gq_qverdict v, int64_t borrowed)
+{
+  a->line = i;
+  a->flavor = flavor;
+  snprintf(a->key, sizeof(a->key), "%s", key);
+  a->verdict = v;
+  a->borrowed_after = borrowed;
+}
+
 int gq_assign_job(struct gq_snapshot *c, const struct gq_gpujob *j,
               const struct gq_teamquota *const *teams, size_t n_teams,
               size_t team, const struct gq_ledger_use *use, size_t n_use,
@@ -110,21 +121,13 @@ int gq_assign_job(struct gq_snapshot *c, const struct gq_gpujob *j,
           (rc != GQ_EQUOTA || (a->verdict == GQ_Q_ZERO_QUOTA &&
                                v != GQ_Q_ZERO_QUOTA))) {
         rc = GQ_EQUOTA;
-        a->line = i;
-        a->flavor = line->flavor;
-        snprintf(a->key, sizeof(a->key), "%s", key);
-        a->verdict = v;
-        a->borrowed_after = borrowed;
+        note(a, i, line->flavor, key, v, borrowed);
       }
       continue;
     }
     placed = gq_place_job(c, j, line->flavor, out, msg, sizeof(msg)) == 0;
     if (placed || rc != GQ_ECAPACITY) {
-      a->line = i;
-      a->flavor = line->flavor;
-      snprintf(a->key, sizeof(a->key), "%s", key);
-      a->verdict = v;
-      a->borrowed_after = borrowed;
+      note(a, i, line->flavor, key, v, borrowed);
     }
     if (placed) {
       rc = 0;

@@ -8,7 +8,8 @@
 
 struct step {
   const struct gq_forecast_release *rel;
-  int64_t at; /* end_ms, or now_ms when already past */
+  size_t node; /* index of rel->node in the snapshot */
+  int64_t at;  /* end_ms, or now_ms when already past */
 };
 
 static int by_end(const void *a, const void *b)
@@ -60,21 +61,25 @@ int gq_forecast_start(struct gq_snapshot *c, const struct gq_gpujob *j,
   }
   gq_place_replica_release(&r);
   order = gq_xcalloc(n_rel ? n_rel : 1, sizeof(*order));
-  for (size_t i = 0; i < n_rel; i++)
-    if (rel[i].end_ms >= 0 && gq_snapshot_find(c, rel[i].node) >= 0) {
+  for (size_t i = 0; i < n_rel; i++) {
+    long k = rel[i].end_ms >= 0 ? gq_snapshot_find(c, rel[i].node) : -1;
+
+    if (k >= 0) {
       order[n].rel = &rel[i];
+      order[n].node = (size_t)k;
       order[n++].at = rel[i].end_ms > now_ms ? rel[i].end_ms : now_ms;
     }
+  }
   qsort(order, n, sizeof(*order), by_end);
   while (done < n) {
     int64_t t = order[done].at;
 
     /* free everything that ends at t (all past ends count as now) */
     while (done < n && order[done].at == t) {
-      size_t k = (size_t)gq_snapshot_find(c, order[done].rel->node);
+      size_t k = order[done].node;
 
       total -= slots(c, elig, k, j);
-      gq_snapshot_commit(c, order[done].rel->node, order[done].rel->req, -1);
+      gq_node_usage_add(&c->nodes[k].used, order[done].rel->req, -1);
       total += slots(c, elig, k, j);
       done++;
     }
@@ -85,7 +90,7 @@ int gq_forecast_start(struct gq_snapshot *c, const struct gq_gpujob *j,
     }
   }
   for (size_t i = 0; i < done; i++)
-    gq_snapshot_commit(c, order[i].rel->node, order[i].rel->req, +1);
+    gq_node_usage_add(&c->nodes[order[i].node].used, order[i].rel->req, +1);
   free(order);
   free(elig);
   return rc;
