@@ -391,7 +391,92 @@ static void test_informer_resume_and_relist(void **state)
   assert_int_equal(gq_informer_lists(inf), 2);
   assert_null(gq_informer_get(inf, "gone-1"));
   assert_non_null(gq_informer_get(inf, "churn-5"));
+  assert_true(gq_informer_synced(inf));
+  {
+    json_t *all = gq_informer_list(inf), *item;
+    size_t i;
+    int churn = 0;
+
+    assert_int_equal(json_array_size(all), gq_informer_size(inf));
+    json_array_foreach(all, i, item) {
+      const char *n = json_string_value(
+          json_object_get(json_object_get(item, "metadata"), "name"));
+
+      assert_string_not_equal(n, "gone-1");
+      churn += strncmp(n, "churn-", 6) == 0;
+    }
+    assert_int_equal(churn, 6);
+    json_decref(all);
+  }
   gq_informer_stop(inf);
+  done_with(c, &cfg);
+}
+
+/* DELETE with a uid precondition and grace period, and the eviction
+ * subresource, through the client's own verbs. */
+static void test_delete_and_evict(void **state)
+{
+  struct gq_kubeconfig cfg;
+  struct gq_kclient *c = client_for(sim.kubeconfig, &cfg, NULL);
+  const char *pod = "{\"metadata\":{\"name\":\"%s\"},\"spec\":{"
+                    "\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}";
+  char body[256], uid[128];
+  struct result r = {0};
+  json_t *obj;
+
+  (void)state;
+  snprintf(body, sizeof(body), pod, "del-1");
+  obj = call(c, "POST", "/api/v1/namespaces/default/pods",
+             json_loads(body, 0, NULL), 0);
+  snprintf(uid, sizeof(uid), "%s",
+           json_string_value(json_object_get(json_object_get(obj, "metadata"),
+                                             "uid")));
+  json_decref(obj);
+
+  /* A stale uid precondition is a conflict and deletes nothing. */
+  assert_int_equal(gq_kclient_delete(c, "/api/v1/namespaces/default/pods/del-1",
+                                     0, "not-the-uid", on_result, &r), 0);
+  assert_true(run_until(&r.done, 30000));
+  assert_int_equal(r.rc, GQ_ECONFLICT);
+  json_decref(r.obj);
+  json_decref(call(c, "GET", "/api/v1/namespaces/default/pods/del-1", NULL, 0));
+
+  /* The right uid with grace 0 removes it. */
+  memset(&r, 0, sizeof(r));
+  assert_int_equal(gq_kclient_delete(c, "/api/v1/namespaces/default/pods/del-1",
+                                     0, uid, on_result, &r), 0);
+  assert_true(run_until(&r.done, 30000));
+  assert_int_equal(r.rc, 0);
+  json_decref(r.obj);
+  json_decref(call(c, "GET", "/api/v1/namespaces/default/pods/del-1", NULL,
+                   GQ_ENOTFOUND));
+
+  /* Eviction of a pod no budget covers goes through; of a missing pod is
+   * not found. */
+  snprintf(body, sizeof(body), pod, "ev-1");
+  json_decref(call(c, "POST", "/api/v1/namespaces/default/pods",
+                   json_loads(body, 0, NULL), 0));
+  memset(&r, 0, sizeof(r));
+  assert_int_equal(gq_kclient_evict(c, "default", "ev-1", 0, on_result, &r), 0);
+  assert_true(run_until(&r.done, 30000));
+  assert_int_equal(r.rc, 0);
+  json_decref(r.obj);
+  /* evicted: gone, or terminating (it has a deletionTimestamp) */
+  memset(&r, 0, sizeof(r));
+  assert_int_equal(gq_kclient_request(c, "GET",
+                                      "/api/v1/namespaces/default/pods/ev-1",
+                                      NULL, NULL, on_result, &r), 0);
+  assert_true(run_until(&r.done, 30000));
+  assert_true(r.rc == GQ_ENOTFOUND ||
+              (r.rc == 0 && json_object_get(json_object_get(r.obj, "metadata"),
+                                            "deletionTimestamp")));
+  json_decref(r.obj);
+  memset(&r, 0, sizeof(r));
+  assert_int_equal(gq_kclient_evict(c, "default", "nobody", 0, on_result, &r),
+                   0);
+  assert_true(run_until(&r.done, 30000));
+  assert_int_equal(r.rc, GQ_ENOTFOUND);
+  json_decref(r.obj);
   done_with(c, &cfg);
 }
 
@@ -535,6 +620,7 @@ int main(void)
       cmocka_unit_test(test_list_pagination),
       cmocka_unit_test(test_watch_bookmarks),
       cmocka_unit_test(test_informer_resume_and_relist),
+      cmocka_unit_test(test_delete_and_evict),
       cmocka_unit_test(test_conflict_and_retries),
       cmocka_unit_test(test_rate_limit),
       cmocka_unit_test(test_leader_election),
