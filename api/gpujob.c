@@ -115,6 +115,7 @@ static void decode_status(struct gq_dec *d, const json_t *obj,
   gq_dec_time(d, s, "status.completionTime", &st->completion_ms);
   gq_dec_int(d, s, "status.attempts", 0, INT32_MAX, 0, &st->attempts);
   gq_dec_int(d, s, "status.preemptions", 0, INT32_MAX, 0, &st->preemptions);
+  gq_dec_int(d, s, "status.failedAttempts", 0, INT32_MAX, 0, &st->failures);
   gq_dec_int(d, s, "status.observedGeneration", 0, INT64_MAX, 0,
              &st->observed_generation);
   ck = gq_dec_object(d, s, "status.lastCheckpoint", 0);

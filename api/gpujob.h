@@ -37,6 +37,15 @@
 #define GQ_LBL_ATTEMPT "gpuq.dev/attempt"
 #define GQ_LBL_REPLICA "gpuq.dev/replica"
 
+/* Annotations gpuq puts on its pods: the quota flavor key the attempt was
+ * admitted under (controller/assign.h) and the node it was pinned to, so
+ * that a restarted controller rebuilds its ledger and capacity from the
+ * pods alone (DESIGN §6). */
+#define GQ_ANN_FLAVOR "gpuq.dev/flavor"
+#define GQ_ANN_NODE "gpuq.dev/node"
+/* The finalizer that keeps a GpuJob with pods until they are gone. */
+#define GQ_FINALIZER "gpuq.dev/pods"
+
 /* Environment gpuq gives each pod (DESIGN §3); the resume location is read
  * by the job, and by gpuq-sim's kubelet. */
 #define GQ_ENV_JOB "GPUQ_JOB"
@@ -80,6 +89,7 @@ struct gq_gpujob_status {
   int64_t completion_ms;          /* status.completionTime */
   int64_t attempts;               /* pod generations created */
   int64_t preemptions;
+  int64_t failures;               /* status.failedAttempts */
   const char *checkpoint;         /* lastCheckpoint.location, or NULL */
   int64_t checkpoint_ms;          /* lastCheckpoint.time; 0 if absent */
   int64_t observed_generation;

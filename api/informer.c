@@ -376,3 +376,13 @@ unsigned gq_informer_watches(const struct gq_informer *inf)
 {
   return inf->watches;
 }
+
+void gq_informer_foreach(const struct gq_informer *inf,
+                         void (*fn)(const json_t *obj, void *typed, void *arg),
+                         void *arg)
+{
+  const struct entry *e, *tmp;
+
+  HASH_ITER(hh, inf->store, e, tmp)
+    fn(e->obj, e->typed, arg);
+}

@@ -62,6 +62,13 @@ void *gq_informer_typed(const struct gq_informer *inf, const char *key);
 size_t gq_informer_size(const struct gq_informer *inf);
 json_t *gq_informer_list(const struct gq_informer *inf);
 
+/* Calls fn for every stored object (JSON and typed form, both borrowed;
+ * typed NULL when not decoded) in no particular order. fn must not change
+ * the store (it runs synchronously, between events). */
+void gq_informer_foreach(const struct gq_informer *inf,
+                         void (*fn)(const json_t *obj, void *typed, void *arg),
+                         void *arg);
+
 /* Counters for tests and metrics: lists done, watches started. */
 unsigned gq_informer_lists(const struct gq_informer *inf);
 unsigned gq_informer_watches(const struct gq_informer *inf);

@@ -26,8 +26,8 @@
 #include <uthash.h>
 #include <uv.h>
 
+#include "api/httpd.h"
 #include "api/selector.h"
-#include "sim/httpd.h"
 
 struct gq_sim;
 struct gq_sim_kind;

@@ -1,5 +1,6 @@
 /* tests/support/proc.c - gpuq-sim, kubectl and HTTP for tests. */
 #include "tests/support/proc.h"
+#include "tests/support/redis.h"
 
 #include "base/alloc.h"
 #include "tests/support/fixture.h"
@@ -348,3 +349,127 @@ json_t *gq_test_sim_call(const struct gq_test_sim *s, const char *method,
   free(resp);
   return j;
 }
+
+int gq_test_ctl_start(struct gq_test_ctl *c, const struct gq_test_sim *s,
+                      const char *redis_url, int metrics,
+                      const char *const *extra)
+{
+  static int starts;
+  char bin[512], maddr[64];
+  const char *argv[48];
+  int n = 0;
+
+  memset(c, 0, sizeof(*c));
+  snprintf(c->log, sizeof(c->log), "%s/ctl-%d.log", s->dir, ++starts);
+  snprintf(bin, sizeof(bin), "%s/gpuq-controller", GQ_BINARY_DIR);
+  argv[n++] = bin;
+  argv[n++] = "--kubeconfig";
+  argv[n++] = s->kubeconfig;
+  argv[n++] = "--redis";
+  argv[n++] = redis_url;
+  argv[n++] = "--log-level";
+  argv[n++] = "debug";
+  if (metrics) {
+    c->metrics_port = gq_test_free_port();
+    snprintf(maddr, sizeof(maddr), "127.0.0.1:%d", c->metrics_port);
+    argv[n++] = "--metrics-addr";
+    argv[n++] = maddr;
+  }
+  for (; extra && *extra && n < 46; extra++)
+    argv[n++] = *extra;
+  argv[n] = NULL;
+  c->pid = fork();
+  if (c->pid < 0)
+    return -1;
+  if (c->pid == 0) {
+    int fe = open(c->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int fo = open("/dev/null", O_WRONLY);
+
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    dup2(fo, 1);
+    dup2(fe, 2);
+    execv(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  return 0;
+}
+
+static void dump_log(const char *path)
+{
+  char *log = slurp(path);
+
+  fprintf(stderr, "gpuq-controller log (%s):\n%s\n", path, log ? log : "");
+  free(log);
+}
+
+int gq_test_ctl_stop(struct gq_test_ctl *c)
+{
+  int status, rc = -1;
+
+  if (c->pid <= 0)
+    return 0;
+  kill(c->pid, SIGTERM);
+  for (int t = 0; t < 15000; t += 10) {
+    if (waitpid(c->pid, &status, WNOHANG) == c->pid) {
+      rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      c->pid = 0;
+      break;
+    }
+    gq_test_sleep_ms(10);
+  }
+  if (c->pid > 0) {
+    kill(c->pid, SIGKILL);
+    waitpid(c->pid, &status, 0);
+    c->pid = 0;
+  }
+  if (rc != 0)
+    dump_log(c->log);
+  return rc;
+}
+
+void gq_test_ctl_kill(struct gq_test_ctl *c)
+{
+  int status;
+
+  if (c->pid <= 0)
+    return;
+  kill(c->pid, SIGKILL);
+  waitpid(c->pid, &status, 0);
+  c->pid = 0;
+}
+
+int gq_test_wait_field(const struct gq_test_sim *s, const char *obj,
+                       const char *path, const char *want, int timeout_ms)
+{
+  char url[1024], *resp = NULL, seg[256];
+
+  snprintf(url, sizeof(url), "%s%s", s->url, obj);
+  for (int t = 0; t <= timeout_ms; t += 50) {
+    json_t *root, *v;
+    const char *p = path, *dot;
+    int st = gq_test_http("GET", url, NULL, NULL, NULL, &resp);
+
+    root = st == 200 && resp ? json_loads(resp, 0, NULL) : NULL;
+    free(resp);
+    resp = NULL;
+    v = root;
+    while (v && *p) {
+      dot = strchr(p, '.');
+      snprintf(seg, sizeof(seg), "%.*s", dot ? (int)(dot - p) : (int)strlen(p),
+               p);
+      v = json_object_get(v, seg);
+      p = dot ? dot + 1 : p + strlen(p);
+    }
+    if (v && ((json_is_string(v) && !strcmp(json_string_value(v), want)) ||
+              (json_is_integer(v) &&
+               json_integer_value(v) == strtoll(want, NULL, 10) &&
+               *want))) {
+      json_decref(root);
+      return 1;
+    }
+    json_decref(root);
+    gq_test_sleep_ms(50);
+  }
+  return 0;
+}
+

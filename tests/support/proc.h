@@ -71,6 +71,36 @@ int gq_test_http(const char *method, const char *url, const char *body,
 json_t *gq_test_sim_call(const struct gq_test_sim *s, const char *method,
                          const char *path, const char *body, int want);
 
+/* A gpuq-controller child process against a sim and a Redis. */
+struct gq_test_ctl {
+  pid_t pid;
+  char log[400];        /* its stderr, in the sim's directory */
+  int metrics_port;     /* 0 unless started with metrics */
+};
+
+/* Starts build/gpuq-controller --kubeconfig <sim's> --redis redis_url
+ * --log-level debug plus extra_args (NULL-terminated, may be NULL), with its
+ * log in the sim's directory (name: ctl-<n>.log, n counting starts). With
+ * metrics, it listens on 127.0.0.1 at a free port (metrics_port). Returns 0
+ * or -1. The controller runs until stopped. */
+int gq_test_ctl_start(struct gq_test_ctl *c, const struct gq_test_sim *s,
+                      const char *redis_url, int metrics,
+                      const char *const *extra_args);
+
+/* Stops it: SIGTERM, wait up to 15 s (then SIGKILL). Returns its exit
+ * status (0 = clean), or -1 if it was killed or had died by a signal (its
+ * log then goes to stderr). */
+int gq_test_ctl_stop(struct gq_test_ctl *c);
+
+/* SIGKILLs it (a crash) and reaps it. */
+void gq_test_ctl_kill(struct gq_test_ctl *c);
+
+/* Waits up to timeout_ms for the JSONPath-like dotted field 'path' (e.g.
+ * "status.phase") of the object at API path 'obj' to equal 'want' (a string
+ * value) in the sim; returns 1 if it did. A deadline, not a sleep. */
+int gq_test_wait_field(const struct gq_test_sim *s, const char *obj,
+                       const char *path, const char *want, int timeout_ms);
+
 /* Makes a self-signed certificate for 127.0.0.1 with the openssl tool:
  * dir/name.crt and dir/name.key (paths into crt and key, 300 bytes each).
  * Returns 0, or -1 if openssl failed. */

@@ -21,7 +21,7 @@
 
 /* Asks the kernel for a free loopback port. Another process may take it
  * before redis binds it; start() then sees redis exit and retries. */
-static int free_port(void)
+int gq_test_free_port(void)
 {
   struct sockaddr_in a = {.sin_family = AF_INET};
   socklen_t len = sizeof(a);
@@ -128,7 +128,7 @@ int gq_test_redis_start_port(struct gq_test_redis *r, int port,
   for (int attempt = 0; attempt < 5; attempt++) {
     int rc;
 
-    r->port = port ? port : free_port();
+    r->port = port ? port : gq_test_free_port();
     if (r->port < 0)
       break;
     snprintf(r->url, sizeof(r->url), "redis://127.0.0.1:%d/0", r->port);

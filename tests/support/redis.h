@@ -29,6 +29,10 @@ int gq_test_redis_start(struct gq_test_redis *r, const char *const *extra_args);
 int gq_test_redis_start_port(struct gq_test_redis *r, int port,
                              const char *const *extra_args);
 
+/* Asks the kernel for a free loopback TCP port (another process may take
+ * it before it is used; callers retry). Returns it, or -1. */
+int gq_test_free_port(void);
+
 /* Stops the server (SIGTERM, then SIGKILL after 5 s), reaps it, and removes
  * its directory. Safe to call twice. */
 void gq_test_redis_stop(struct gq_test_redis *r);

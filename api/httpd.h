@@ -1,21 +1,23 @@
-/* sim/httpd.h - libmicrohttpd served from a libuv loop.
+/* api/httpd.h - libmicrohttpd served from a libuv loop.
  *
  * One MHD daemon in external-select mode with epoll (MHD_USE_EPOLL |
  * MHD_ALLOW_SUSPEND_RESUME): its epoll fd is watched by a uv_poll, MHD_run
  * runs on readiness and on the MHD_get_timeout timer (DESIGN §1), so the
  * server shares the loop with timers and everything else; nothing blocks.
+ * gpuq-sim serves the Kubernetes API with it, and gpuq-controller its
+ * /metrics, /healthz and /readyz (controller/serve.h).
  *
  * A request reaches the handler once, complete (body capped), as a struct
- * gq_http_req. The handler answers either now, later (gq_http_defer, e.g.
- * an injected delay), or with a stream (gq_http_stream_*, for watches): the
- * stream's connection is suspended whenever it has nothing to send and
- * resumed when the owner appends data.
+ * gq_http_req. The handler answers either now, later (after it returns,
+ * or gq_http_respond_later() for an injected delay), or with a stream
+ * (gq_http_stream_*, for watches): the stream's connection is suspended
+ * whenever it has nothing to send and resumed when the owner appends data.
  *
  * Loop thread only. The listening socket is bound by the caller-visible
  * gq_httpd_start() on the given address only (tests use 127.0.0.1).
  */
-#ifndef GQ_SIM_HTTPD_H
-#define GQ_SIM_HTTPD_H
+#ifndef GQ_API_HTTPD_H
+#define GQ_API_HTTPD_H
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
@@ -36,15 +38,26 @@ typedef void (*gq_http_handler_cb)(struct gq_http_req *req, void *arg);
 typedef void (*gq_http_stream_gone_cb)(struct gq_http_stream *s, void *arg);
 
 struct gq_httpd_opts {
-  const char *host;      /* bind address, e.g. "127.0.0.1" */
+  const char *host;      /* bind address: an IPv4 or IPv6 literal, e.g.
+                            "127.0.0.1" or "::1" (no brackets, no names) */
   int port;              /* 0 = pick a free port */
   const char *tls_cert;  /* PEM text (not a path), or NULL for plain HTTP */
   const char *tls_key;   /* PEM text */
 };
 
+/* Splits a listen address "IPV4:PORT" or "[IPV6]:PORT" (PORT 0..65535 in
+ * decimal, 0 = pick a free port) into the IP literal, copied to host
+ * (hostlen bytes; 46 = INET6_ADDRSTRLEN holds any), and *port. Names are
+ * not resolved: the loop must not block on DNS. Returns 0, or GQ_EINVAL
+ * (host and *port then unspecified); the caller words the message, naming
+ * the value. */
+int gq_httpd_parse_addr(const char *addr, char *host, size_t hostlen,
+                        int *port);
+
 /* Starts serving on loop. *out is the new server; its port is
- * gq_httpd_port(). Returns 0 or a negative error (GQ_EIO with a message in
- * err, e.g. the address in use). */
+ * gq_httpd_port(). Returns 0 or a negative error with a message in err:
+ * GQ_EINVAL if o->host is not an IP literal, GQ_EIO if the address cannot
+ * be bound (e.g. in use) or MHD does not start. */
 int gq_httpd_start(uv_loop_t *loop, const struct gq_httpd_opts *o,
                    gq_http_handler_cb cb, void *arg, struct gq_httpd **out,
                    char *err, size_t errlen);

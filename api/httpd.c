@@ -1,10 +1,11 @@
-/* sim/httpd.c - libmicrohttpd on the libuv loop (see httpd.h). */
-#include "sim/httpd.h"
+/* api/httpd.c - libmicrohttpd on the libuv loop (see httpd.h). */
+#include "api/httpd.h"
 
 #include "base/alloc.h"
 #include "base/err.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <microhttpd.h>
@@ -378,32 +379,100 @@ const char *gq_http_body(const struct gq_http_req *r, size_t *len)
   return gq_buf_str(&r->body);
 }
 
-/* Binds a non-blocking listening socket on host:port (IPv4). */
+int gq_httpd_parse_addr(const char *addr, char *host, size_t hostlen,
+                        int *port)
+{
+  const char *h = addr, *colon = strrchr(addr, ':');
+  size_t hlen = colon ? (size_t)(colon - addr) : 0;
+  unsigned char ip[sizeof(struct in6_addr)];
+  char *end;
+  long p;
+
+  if (!colon || !isdigit((unsigned char)colon[1]))
+    return GQ_EINVAL;
+  errno = 0;
+  p = strtol(colon + 1, &end, 10);
+  if (*end || errno || p > 65535)
+    return GQ_EINVAL;
+  /* "[::1]:80": the brackets keep the port apart from the address. */
+  if (hlen >= 2 && h[0] == '[' && h[hlen - 1] == ']') {
+    h++;
+    hlen -= 2;
+  } else if (memchr(h, ':', hlen)) {
+    return GQ_EINVAL; /* "::1:80" is ambiguous: brackets required */
+  }
+  if (hlen == 0 || hlen >= hostlen)
+    return GQ_EINVAL;
+  memcpy(host, h, hlen);
+  host[hlen] = '\0';
+  if (inet_pton(AF_INET, host, ip) != 1 && inet_pton(AF_INET6, host, ip) != 1)
+    return GQ_EINVAL;
+  *port = (int)p;
+  return 0;
+}
+
+/* Fills a from an IPv4 or IPv6 literal and a port; returns its length, or
+ * 0 if host is not an IP literal. */
+static socklen_t make_sockaddr(const char *host, int port,
+                               struct sockaddr_storage *a)
+{
+  struct sockaddr_in *a4 = (struct sockaddr_in *)a;
+  struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)a;
+
+  memset(a, 0, sizeof(*a));
+  if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+    a4->sin_family = AF_INET;
+    a4->sin_port = htons((uint16_t)port);
+    return sizeof(*a4);
+  }
+  if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+    a6->sin6_family = AF_INET6;
+    a6->sin6_port = htons((uint16_t)port);
+    return sizeof(*a6);
+  }
+  return 0;
+}
+
+/* host:port for messages, with an IPv6 address in brackets. */
+static const char *addr_str(const char *host, int port, char buf[80])
+{
+  int v6 = strchr(host, ':') != NULL;
+
+  snprintf(buf, 80, "%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", port);
+  return buf;
+}
+
+/* Binds a non-blocking listening socket on host:port (IPv4 or IPv6). */
 static int listen_on(const char *host, int port, int *port_out, char *err,
                      size_t errlen)
 {
-  struct sockaddr_in a = {.sin_family = AF_INET};
-  socklen_t len = sizeof(a);
+  struct sockaddr_storage a;
+  socklen_t len = make_sockaddr(host, port, &a);
   int fd, one = 1;
+  char buf[80];
 
-  a.sin_port = htons((uint16_t)port);
-  if (inet_pton(AF_INET, host, &a.sin_addr) != 1) {
-    snprintf(err, errlen, "--listen: '%s' is not an IPv4 address", host);
+  if (!len) {
+    snprintf(err, errlen, "cannot listen on '%s': not an IP address", host);
     return GQ_EINVAL;
   }
-  fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return -errno;
+  fd = socket(a.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    snprintf(err, errlen, "cannot listen on %s: %s",
+             addr_str(host, port, buf), strerror(errno));
+    return GQ_EIO;
+  }
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+  if (bind(fd, (struct sockaddr *)&a, len) != 0 ||
       listen(fd, SOMAXCONN) != 0 ||
       getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
-    snprintf(err, errlen, "cannot listen on %s:%d: %s", host, port,
-             strerror(errno));
+    snprintf(err, errlen, "cannot listen on %s: %s",
+             addr_str(host, port, buf), strerror(errno));
     close(fd);
     return GQ_EIO;
   }
-  *port_out = ntohs(a.sin_port);
+  *port_out = ntohs(a.ss_family == AF_INET
+                        ? ((struct sockaddr_in *)&a)->sin_port
+                        : ((struct sockaddr_in6 *)&a)->sin6_port);
   return fd;
 }
 
@@ -414,6 +483,7 @@ int gq_httpd_start(uv_loop_t *loop, const struct gq_httpd_opts *o,
   struct gq_httpd *h = gq_xcalloc(1, sizeof(*h));
   unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
   const union MHD_DaemonInfo *info;
+  char buf[80];
   int fd = listen_on(o->host, o->port, &h->port, err, errlen);
 
   if (fd < 0) {
@@ -438,8 +508,9 @@ int gq_httpd_start(uv_loop_t *loop, const struct gq_httpd_opts *o,
         o->tls_cert ? tls : tls + 2, MHD_OPTION_END);
   }
   if (!h->mhd) {
-    snprintf(err, errlen, "cannot start the HTTP server on %s:%d%s", o->host,
-             h->port, o->tls_cert ? " (check the TLS certificate and key)" : "");
+    snprintf(err, errlen, "cannot start the HTTP server on %s%s",
+             addr_str(o->host, h->port, buf),
+             o->tls_cert ? " (check the TLS certificate and key)" : "");
     close(fd);
     free(h);
     return GQ_EIO;

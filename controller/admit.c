@@ -1,0 +1,521 @@
+/* controller/admit.c - the admission pass (DESIGN §4).
+ *
+ * Decide, then act. The pass builds a capacity snapshot from the cache
+ * (nodes; every pod that holds resources, bound or pinned; pods gpuq has
+ * assumed but not seen yet), then, per cohort, repeatedly takes the team
+ * that goes first (queue/quota.c's gq_quota_order: within-nominal heads
+ * first, then lowest weighted dominant share) and tries its head job with
+ * controller/assign.c (quota line, then nodes for the whole gang). A head
+ * that fits is admitted in this same pass, and the next head of its team
+ * is tried: every job that fits is admitted in one pass, not one per team.
+ *
+ * A head that fits its quota but not the free capacity gets a reservation
+ * (controller/forecast.c: where and when it will fit, from the expected
+ * ends of running jobs): the reserved capacity is committed to the
+ * snapshot, so later jobs can only use it if they are known to end before
+ * the reservation starts (EASY backfilling). Its forecast start is its
+ * status.estimatedStartTime. A head refused by quota stops its team for
+ * the pass (strict order within a team: a smaller job behind it does not
+ * take the quota it waits for). At most BF_MAX jobs behind a blocked head
+ * are tried per team and pass (Slurm's bf_max_job_test plays this role),
+ * and a job whose placement shape already failed in this pass is not
+ * placed again (capacity only shrinks within a pass).
+ *
+ * Acting: each admission is one admit script in Redis, conditional on the
+ * cohort's ledger version; its pods are created when Redis says ok.
+ */
+#include "controller/ctl_int.h"
+
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "controller/forecast.h"
+#include "controller/place.h"
+#include "controller/snapshot.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BF_MAX 32           /* jobs tried behind a blocked head per team */
+#define FORECASTS_MAX 64    /* reservations computed per pass */
+#define TRIES_MAX 20000     /* placements tried per pass; then a new pass */
+
+static const struct gq_lc lc = {"controller", "admit", NULL};
+
+struct resv { /* one replica of a reservation, committed to the snapshot */
+  const char *node;
+  struct gq_podsched req;
+};
+
+struct pass {
+  struct ctl *c;
+  struct gq_snapshot s;
+  const struct gq_node **nodes;
+  size_t n_nodes;
+  struct gq_forecast_release *rel;
+  size_t n_rel, cap_rel;
+  struct resv *resv;
+  size_t n_resv, cap_resv;
+  int64_t resv_min; /* earliest reservation start, -1 none */
+  int forecasts, tries;
+  uint64_t *failed; /* shapes that found no capacity (hash, team, bf) */
+  size_t n_failed, cap_failed;
+  int64_t now_ms;
+  int blocked_capacity; /* some job waits for capacity */
+};
+
+static void add_rel(struct pass *p, const char *node,
+                    const struct gq_podsched *req, int64_t end_ms)
+{
+  if (p->n_rel == p->cap_rel) {
+    p->cap_rel = p->cap_rel ? 2 * p->cap_rel : 256;
+    p->rel = gq_xrealloc(p->rel, p->cap_rel * sizeof(*p->rel));
+  }
+  p->rel[p->n_rel++] = (struct gq_forecast_release){node, req, end_ms};
+}
+
+struct pod_walk {
+  struct pass *p;
+};
+
+static void commit_pod(const json_t *obj, void *typed, void *arg)
+{
+  struct pass *p = arg;
+  const struct gq_pod *pod = typed;
+  const char *node, *uid;
+  struct cjob *cj;
+
+  (void)obj;
+  if (!pod || !gq_pod_holds_resources(pod))
+    return;
+  node = pod->sched.node_name;
+  uid = gq_meta_label(&pod->meta, GQ_LBL_JOB_UID);
+  if (!*node && uid) { /* gpuq's pinned pod, not bound yet */
+    const json_t *an = json_object_get(json_object_get(pod->json, "metadata"),
+                                       "annotations");
+    node = json_string_value(json_object_get(an, GQ_ANN_NODE));
+  }
+  if (!node || !*node)
+    return;
+  if (gq_snapshot_commit(&p->s, node, &pod->sched, 1) != 0)
+    return;
+  cj = uid ? ctl_job(p->c, uid) : NULL;
+  if (cj && cj->expected_s >= 0 && !pod->meta.deletion_ms) {
+    int64_t from = cj->start_ms ? cj->start_ms : cj->admitted_ms;
+
+    add_rel(p, node, &pod->sched, from ? from + cj->expected_s * 1000 : -1);
+  } else if (pod->meta.deletion_ms) { /* terminating: gone within its grace */
+    int64_t g = pod->meta.deletion_grace_s >= 0 ? pod->meta.deletion_grace_s
+                                                : pod->sched.grace_s;
+    add_rel(p, node, &pod->sched, pod->meta.deletion_ms + g * 1000);
+  } else {
+    add_rel(p, node, &pod->sched, -1);
+  }
+}
+
+static void collect_node(const json_t *obj, void *typed, void *arg)
+{
+  struct pass *p = arg;
+
+  (void)obj;
+  if (typed)
+    p->nodes[p->n_nodes++] = typed;
+}
+
+static void snapshot_build(struct pass *p)
+{
+  struct ctl *c = p->c;
+  struct cassumed *a, *tmp;
+
+  p->nodes = gq_xcalloc(gq_informer_size(c->inf_nodes) + 1,
+                        sizeof(*p->nodes));
+  gq_informer_foreach(c->inf_nodes, collect_node, p);
+  gq_snapshot_init(&p->s, p->nodes, p->n_nodes, c->o.topology_key);
+  gq_informer_foreach(c->inf_pods, commit_pod, p);
+  HASH_ITER(hh, c->assumed, a, tmp) {
+    gq_snapshot_commit(&p->s, a->node, &a->req, 1);
+    add_rel(p, a->node, &a->req, -1);
+  }
+}
+
+static void toggle_resv(struct pass *p, int sign)
+{
+  for (size_t i = 0; i < p->n_resv; i++)
+    gq_snapshot_commit(&p->s, p->resv[i].node, &p->resv[i].req, sign);
+}
+
+static int shape_failed(struct pass *p, uint64_t key)
+{
+  for (size_t i = 0; i < p->n_failed; i++)
+    if (p->failed[i] == key)
+      return 1;
+  return 0;
+}
+
+static void shape_fail(struct pass *p, uint64_t key)
+{
+  if (p->n_failed == p->cap_failed) {
+    p->cap_failed = p->cap_failed ? 2 * p->cap_failed : 64;
+    p->failed = gq_xrealloc(p->failed, p->cap_failed * sizeof(*p->failed));
+  }
+  p->failed[p->n_failed++] = key;
+}
+
+/* ---- acting on a decision ------------------------------------------- */
+
+struct admit_ctx {
+  struct ctl *c;
+  char *uid;
+  struct ccohort *k;
+  int64_t attempt;
+};
+
+static void rollback(struct ctl *c, struct cjob *cj)
+{
+  const struct gq_gpujob *j = ctl_job_spec(c, cj);
+
+  jobs_use(c, cj, -1);
+  if (j)
+    jobs_unassume(c, cj, j);
+  for (int32_t i = 0; cj->nodes && i < cj->replicas; i++)
+    free(cj->nodes[i]);
+  free(cj->nodes);
+  cj->nodes = NULL;
+  cj->attempt--;
+  cj->state = CJ_NEW;
+  jobs_reconcile(c, cj);
+}
+
+static void admitted(int rc, const char *state, long long value, void *arg)
+{
+  struct admit_ctx *x = arg;
+  struct ctl *c = x->c;
+  struct cjob *cj = ctl_job(c, x->uid);
+  const json_t *obj;
+  int ok = rc == 0 && (!strcmp(state, "ok") || !strcmp(state, "dup"));
+
+  ctl_write_end(c);
+  if (x->k->inflight)
+    x->k->inflight--;
+  if (rc == 0 && !strcmp(state, "ok"))
+    x->k->ver = value;
+  if (!ok) {
+    const char *l[] = {"admit"};
+
+    if (rc != 0)
+      gq_metric_add(c->m_redis_errors, l, 1);
+    else /* stale or missing: re-read the ledger (rebuild) and decide again */
+      x->k->rebuilt = 0;
+    GQ_LOG(GQ_DEBUG, &lc, "admit of %s refused: %s", x->uid,
+           rc ? gq_strerror(rc) : state);
+  }
+  if (!cj || cj->state != CJ_ADMITTING || cj->attempt != x->attempt) {
+    free(x->uid);
+    free(x);
+    return;
+  }
+  if (!ok) {
+    rollback(c, cj);
+    ctl_schedule_pass(c);
+  } else {
+    const char *l[] = {cj->team};
+
+    cj->state = CJ_ACTIVE;
+    cj->phase = GQ_PHASE_ADMITTED;
+    cj->admitted_ms = gq_clock_now_ms();
+    cj->start_ms = 0;
+    cj->eta_ms = -1;
+    cj->running = 0;
+    gq_metric_add(c->m_admissions, l, 1);
+    gq_metric_observe(c->m_wait, l,
+                      (double)(cj->admitted_ms - cj->queued_ms) / 1000.0);
+    obj = ctl_job_json(c, cj);
+    if (obj)
+      status_finalizer(c, cj, obj, 1);
+    jobs_create_pods(c, cj);
+    status_flush(c, cj);
+  }
+  free(x->uid);
+  free(x);
+}
+
+/* Records the decision to admit cj on nodes out[] under assignment a, and
+ * sends the admit script. */
+static void decide_admit(struct pass *p, struct ccohort *k, struct cjob *cj,
+                         const struct gq_gpujob *j,
+                         const struct gq_assignment *a, const size_t *out)
+{
+  struct ctl *c = p->c;
+  struct admit_ctx *x;
+  struct gq_podsched r;
+  char nodes[512];
+  size_t off = 0;
+
+  gq_place_replica_request(j, &r);
+  for (int32_t i = 0; i < j->replicas; i++)
+    gq_snapshot_commit(&p->s, p->s.nodes[out[i]].node->meta.name, &r, 1);
+  gq_place_replica_release(&r);
+  jobs_queue_del(c, cj);
+  cj->state = CJ_ADMITTING;
+  cj->attempt++;
+  cj->nodes = gq_xcalloc((size_t)j->replicas, sizeof(*cj->nodes));
+  for (int32_t i = 0; i < j->replicas; i++) {
+    int n;
+
+    cj->nodes[i] = gq_xstrdup(p->s.nodes[out[i]].node->meta.name);
+    n = snprintf(nodes + off, sizeof(nodes) - off, "%s%s", i ? "," : "",
+                 cj->nodes[i]);
+    if (n > 0 && (size_t)n < sizeof(nodes) - off)
+      off += (size_t)n;
+  }
+  snprintf(cj->flavor, sizeof(cj->flavor), "%s", a->key);
+  cj->pass_ms = gq_clock_mono_ms();
+  jobs_use(c, cj, 1);
+  jobs_assume(c, cj, j);
+  status_set(cj, a->verdict == GQ_Q_FITS_BORROWING ? "AdmittedBorrowing"
+                                                   : "Admitted",
+             "admitted on %s (flavor %s%s)", nodes, a->flavor,
+             a->verdict == GQ_Q_FITS_BORROWING ? ", borrowing" : "");
+  status_event(c, cj, "Normal", "Admitted", "attempt %lld admitted on %s "
+               "(flavor %s%s)", (long long)cj->attempt, nodes, a->flavor,
+               a->verdict == GQ_Q_FITS_BORROWING ? ", borrowing idle cohort "
+               "GPUs" : "");
+  x = gq_xcalloc(1, sizeof(*x));
+  x->c = c;
+  x->uid = gq_xstrdup(cj->uid);
+  x->k = k;
+  x->attempt = cj->attempt;
+  k->inflight++;
+  ctl_write_begin(c);
+  if (gq_queue_admit(&c->q, k->redis_cohort, cj->team, cj->uid,
+                     (long)cj->attempt, cj->flavor, cj->gpus, k->ver++,
+                     admitted, x) != 0)
+    admitted(GQ_EUNAVAIL, "", 0, x);
+}
+
+/* ---- deciding, per cohort ------------------------------------------- */
+
+struct cohort_pass {
+  struct cteam **teams;
+  const struct gq_teamquota **tq;
+  struct gq_qteam *qt;
+  size_t n;
+  struct gq_ledger_use *use;
+  size_t n_use, cap_use;
+};
+
+static void use_add(struct cohort_pass *cp, size_t team, const char *key,
+                    int64_t gpus)
+{
+  for (size_t i = 0; i < cp->n_use; i++)
+    if (cp->use[i].team == team && !strcmp(cp->use[i].flavor, key)) {
+      cp->use[i].gpus += gpus;
+      return;
+    }
+  if (cp->n_use == cp->cap_use) {
+    cp->cap_use = cp->cap_use ? 2 * cp->cap_use : 16;
+    cp->use = gq_xrealloc(cp->use, cp->cap_use * sizeof(*cp->use));
+  }
+  cp->use[cp->n_use++] = (struct gq_ledger_use){team, key, gpus};
+}
+
+static void reserve(struct pass *p, struct cjob *cj, const struct gq_gpujob *j,
+                    const char *flavor)
+{
+  size_t *out = gq_xcalloc((size_t)j->replicas, sizeof(*out));
+  int64_t start = -1;
+
+  if (p->forecasts++ < FORECASTS_MAX &&
+      gq_forecast_start(&p->s, j, flavor, p->rel, p->n_rel, p->now_ms, &start,
+                        out) == 0 &&
+      start >= 0) {
+    for (int32_t i = 0; i < j->replicas; i++) {
+      struct resv *rv;
+
+      if (p->n_resv == p->cap_resv) {
+        p->cap_resv = p->cap_resv ? 2 * p->cap_resv : 16;
+        p->resv = gq_xrealloc(p->resv, p->cap_resv * sizeof(*p->resv));
+      }
+      rv = &p->resv[p->n_resv++];
+      rv->node = p->s.nodes[out[i]].node->meta.name;
+      gq_place_replica_request(j, &rv->req);
+      gq_snapshot_commit(&p->s, rv->node, &rv->req, 1);
+    }
+    if (p->resv_min < 0 || start < p->resv_min)
+      p->resv_min = start;
+  }
+  cj->eta_ms = start;
+  free(out);
+}
+
+static void decide_cohort(struct pass *p, struct ccohort *k,
+                          struct cohort_pass *cp)
+{
+  struct ctl *c = p->c;
+  size_t n = cp->n;
+  size_t *heads = gq_xcalloc(n, sizeof(*heads));
+  size_t *order = gq_xcalloc(n, sizeof(*order));
+  int64_t *want = gq_xcalloc(n, sizeof(*want));
+  int *stop = gq_xcalloc(n, sizeof(*stop)), *blocked = gq_xcalloc(n, sizeof(*blocked));
+  int *scanned = gq_xcalloc(n, sizeof(*scanned));
+  struct gq_qcohort qc = {cp->qt, n, *k->redis_cohort != '\0'};
+  char why[1024];
+
+  for (;;) {
+    size_t ti, cnt = 0;
+    struct cjob *cj;
+    const struct gq_gpujob *j;
+    struct gq_assignment a;
+    size_t *out;
+    int bf, rc;
+    uint64_t key;
+
+    for (size_t i = 0; i < n; i++)
+      want[i] = !stop[i] && heads[i] < cp->teams[i]->n
+                    ? cp->teams[i]->q[heads[i]]->gpus
+                    : -1;
+    gq_quota_order(&qc, want, order, &cnt);
+    if (cnt == 0)
+      break;
+    if (p->tries++ >= TRIES_MAX) {
+      ctl_schedule_pass(c);
+      break;
+    }
+    ti = order[0];
+    cj = cp->teams[ti]->q[heads[ti]];
+    j = ctl_job_spec(c, cj);
+    heads[ti]++;
+    if (!j)
+      continue;
+    bf = p->resv_min >= 0 &&
+         gq_forecast_backfill_allowed(p->now_ms, j->expected_duration_s,
+                                      p->resv_min);
+    key = ((uint64_t)cj->shape << 32) ^ ((uint64_t)ti << 1) ^ (uint64_t)bf;
+    if (shape_failed(p, key)) {
+      if (blocked[ti] && ++scanned[ti] >= BF_MAX)
+        stop[ti] = 1;
+      continue;
+    }
+    out = gq_xcalloc((size_t)j->replicas, sizeof(*out));
+    if (bf)
+      toggle_resv(p, -1);
+    rc = gq_assign_job(&p->s, j, cp->tq, n, ti, cp->use, cp->n_use, &a, out,
+                       why, sizeof(why));
+    if (bf)
+      toggle_resv(p, 1);
+    if (rc == 0) {
+      decide_admit(p, k, cj, j, &a, out);
+      use_add(cp, ti, cj->flavor, cj->gpus);
+      cp->qt[ti].used += cj->gpus;
+      heads[ti]--; /* it left the queue: the next job took its index */
+    } else if (rc == GQ_ECAPACITY) {
+      p->blocked_capacity = 1;
+      shape_fail(p, key);
+      if (!blocked[ti]) {
+        blocked[ti] = 1;
+        reserve(p, cj, j, a.flavor);
+      } else if (++scanned[ti] >= BF_MAX) {
+        stop[ti] = 1;
+      }
+      status_set(cj, "WaitingForCapacity", "%s", why);
+    } else if (rc == GQ_EQUOTA) {
+      stop[ti] = 1;
+      cj->eta_ms = -1;
+      status_set(cj, gq_qverdict_reason(a.verdict), "%s", why);
+    } else {
+      cj->eta_ms = -1;
+      status_set(cj, "NoMatchingQuota", "team '%s' has no quota line for "
+                 "this job: %s", cj->team, why);
+    }
+    free(out);
+    if (rc != 0)
+      status_flush(c, cj);
+  }
+  free(heads);
+  free(order);
+  free(want);
+  free(stop);
+  free(blocked);
+  free(scanned);
+}
+
+/* The team's quota summed over its lines, for ordering teams (shares are
+ * judged on totals; the per-line check is gq_assign_job's). */
+static void team_totals(const struct gq_teamquota *q, const struct cteam *t,
+                        struct gq_qteam *out)
+{
+  memset(out, 0, sizeof(*out));
+  out->name = t->name;
+  out->weight = q->weight;
+  for (size_t i = 0; i < q->n_res; i++) {
+    const struct gq_quota_res *r = &q->res[i];
+
+    out->nominal += r->nominal;
+    if (out->borrow_limit >= 0)
+      out->borrow_limit = r->borrow_limit < 0 ? -1
+                                              : out->borrow_limit + r->borrow_limit;
+    if (out->lend_limit >= 0)
+      out->lend_limit = r->lend_limit < 0 ? -1 : out->lend_limit + r->lend_limit;
+  }
+  for (size_t i = 0; i < t->n_use; i++)
+    out->used += t->use[i].gpus;
+}
+
+void admit_pass(struct ctl *c)
+{
+  struct pass p = {0};
+  struct ccohort *k, *tk;
+  struct cteam *t, *tt;
+  struct cohort_pass cp;
+
+  p.c = c;
+  p.now_ms = gq_clock_now_ms();
+  p.resv_min = -1;
+  snapshot_build(&p);
+  gq_metric_add(c->m_passes, NULL, 1);
+  HASH_ITER(hh, c->cohorts, k, tk) {
+    if (!k->rebuilt || k->rebuilding)
+      continue;
+    memset(&cp, 0, sizeof(cp));
+    HASH_ITER(hh, c->teams, t, tt) {
+      const struct gq_teamquota *q = ctl_quota(c, t->name);
+
+      if (!q || ctl_cohort(c, q->cohort, t->name) != k)
+        continue;
+      cp.teams = gq_xrealloc(cp.teams, (cp.n + 1) * sizeof(*cp.teams));
+      cp.tq = gq_xrealloc(cp.tq, (cp.n + 1) * sizeof(*cp.tq));
+      cp.qt = gq_xrealloc(cp.qt, (cp.n + 1) * sizeof(*cp.qt));
+      cp.teams[cp.n] = t;
+      cp.tq[cp.n] = q;
+      team_totals(q, t, &cp.qt[cp.n]);
+      for (size_t i = 0; i < t->n_use; i++)
+        use_add(&cp, cp.n, t->use[i].key, t->use[i].gpus);
+      cp.n++;
+    }
+    if (cp.n)
+      decide_cohort(&p, k, &cp);
+    free(cp.teams);
+    free(cp.tq);
+    free(cp.qt);
+    free(cp.use);
+  }
+  HASH_ITER(hh, c->teams, t, tt)
+    status_positions(c, t, GQ_CTL_POSITIONS_NOW);
+  /* free GPUs while jobs wait for capacity: fragmentation */
+  c->frag_gpus = 0;
+  if (p.blocked_capacity)
+    for (size_t i = 0; i < p.s.n; i++) {
+      int64_t f = gq_snapshot_available(&p.s, i, GQ_DEFAULT_GPU_RESOURCE);
+
+      c->frag_gpus += f > 0 ? f : 0;
+    }
+  for (size_t i = 0; i < p.n_resv; i++)
+    gq_place_replica_release(&p.resv[i].req);
+  free(p.resv);
+  free(p.rel);
+  free(p.failed);
+  gq_snapshot_release(&p.s);
+  free(p.nodes);
+}

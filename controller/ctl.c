@@ -1,0 +1,846 @@
+/* controller/ctl.c - informers, the job cache, the Redis link, the pass
+ * scheduler and the controller's lifecycle (see ctl.h). */
+#include "controller/ctl_int.h"
+
+#include "api/node.h"
+#include "api/teamquota.h"
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "queue/rebuild.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define STOP_WAIT_MS 10000
+
+static const struct gq_lc lc = {"controller", "ctl", NULL};
+
+static void *dec_job(const json_t *o, char *err, size_t len)
+{
+  struct gq_gpujob *j = gq_xcalloc(1, sizeof(*j));
+
+  if (gq_gpujob_decode(o, j, err, len) == 0)
+    return j;
+  free(j);
+  return NULL;
+}
+static void rel_job(void *p)
+{
+  gq_gpujob_release(p);
+  free(p);
+}
+static void *dec_quota(const json_t *o, char *err, size_t len)
+{
+  struct gq_teamquota *q = gq_xcalloc(1, sizeof(*q));
+
+  if (gq_teamquota_decode(o, q, err, len) == 0)
+    return q;
+  free(q);
+  return NULL;
+}
+static void rel_quota(void *p)
+{
+  gq_teamquota_release(p);
+  free(p);
+}
+static const char *g_product_label;
+static void *dec_node(const json_t *o, char *err, size_t len)
+{
+  struct gq_node *n = gq_xcalloc(1, sizeof(*n));
+
+  if (gq_node_decode(o, g_product_label, n, err, len) == 0)
+    return n;
+  free(n);
+  return NULL;
+}
+static void rel_node(void *p)
+{
+  gq_node_release(p);
+  free(p);
+}
+static void *dec_pod(const json_t *o, char *err, size_t len)
+{
+  struct gq_pod *p = gq_xcalloc(1, sizeof(*p));
+
+  if (gq_pod_decode(o, p, err, len) == 0)
+    return p;
+  free(p);
+  return NULL;
+}
+static void rel_pod(void *p)
+{
+  gq_pod_release(p);
+  free(p);
+}
+
+/* ---- the cache ---------------------------------------------------------- */
+
+static const char *meta_str(const json_t *o, const char *k)
+{
+  const char *v =
+      json_string_value(json_object_get(json_object_get(o, "metadata"), k));
+  return v ? v : "";
+}
+
+struct cjob *ctl_job(struct ctl *c, const char *uid)
+{
+  struct cjob *cj;
+
+  HASH_FIND_STR(c->jobs, uid, cj);
+  return cj;
+}
+
+static void mark(struct ctl *c, struct cjob *cj)
+{
+  if (!cj || cj->dirty)
+    return;
+  cj->dirty = 1;
+  cj->dnext = c->dirty;
+  c->dirty = cj;
+  ctl_schedule_pass(c);
+}
+
+static struct cjob *job_for(struct ctl *c, const json_t *obj)
+{
+  const char *uid = meta_str(obj, "uid");
+  struct cjob *cj;
+
+  if (!*uid)
+    return NULL;
+  cj = ctl_job(c, uid);
+  if (!cj) {
+    cj = gq_xcalloc(1, sizeof(*cj));
+    cj->uid = gq_xstrdup(uid);
+    cj->ns = gq_xstrdup(meta_str(obj, "namespace"));
+    cj->name = gq_xstrdup(meta_str(obj, "name"));
+    cj->key = gq_xasprintf("%s/%s", cj->ns, cj->name);
+    cj->eta_ms = -1;
+    cj->expected_s = -1;
+    HASH_ADD_KEYPTR(hh, c->jobs, cj->uid, strlen(cj->uid), cj);
+  }
+  return cj;
+}
+
+const json_t *ctl_job_json(struct ctl *c, const struct cjob *cj)
+{
+  const json_t *o = gq_informer_get(c->inf_jobs, cj->key);
+
+  return o && !strcmp(meta_str(o, "uid"), cj->uid) ? o : NULL;
+}
+
+const struct gq_gpujob *ctl_job_spec(struct ctl *c, const struct cjob *cj)
+{
+  return ctl_job_json(c, cj) ? gq_informer_typed(c->inf_jobs, cj->key)
+                             : NULL;
+}
+
+const struct gq_teamquota *ctl_quota(struct ctl *c, const char *team)
+{
+  return gq_informer_typed(c->inf_quotas, team);
+}
+
+struct cteam *ctl_team(struct ctl *c, const char *name)
+{
+  struct cteam *t;
+
+  HASH_FIND_STR(c->teams, name, t);
+  if (!t) {
+    t = gq_xcalloc(1, sizeof(*t));
+    t->name = gq_xstrdup(name);
+    HASH_ADD_KEYPTR(hh, c->teams, t->name, strlen(t->name), t);
+  }
+  return t;
+}
+
+/* The cohort record of a team: its cohort, or "~team" when it has none
+ * (the tag queue/queue.h uses). */
+struct ccohort *ctl_cohort(struct ctl *c, const char *team_cohort,
+                           const char *team)
+{
+  char name[300];
+  struct ccohort *k;
+
+  if (team_cohort && *team_cohort)
+    snprintf(name, sizeof(name), "%s", team_cohort);
+  else
+    snprintf(name, sizeof(name), "~%s", team);
+  HASH_FIND_STR(c->cohorts, name, k);
+  if (!k) {
+    k = gq_xcalloc(1, sizeof(*k));
+    k->name = gq_xstrdup(name);
+    snprintf(k->redis_cohort, sizeof(k->redis_cohort), "%s",
+             team_cohort ? team_cohort : "");
+    HASH_ADD_KEYPTR(hh, c->cohorts, k->name, strlen(k->name), k);
+  }
+  return k;
+}
+
+int ctl_acting(const struct ctl *c)
+{
+  return c->synced && !c->stopping && (c->leading || !c->o.leader_elect);
+}
+
+void ctl_write_begin(struct ctl *c)
+{
+  c->inflight++;
+}
+
+void ctl_write_end(struct ctl *c)
+{
+  if (c->inflight)
+    c->inflight--;
+}
+
+void ctl_api_error(struct ctl *c, const char *verb, const char *what, int rc,
+                   const struct gq_k8s_status *st)
+{
+  static struct gq_log_limit lim = {.interval_ms = 1000};
+  const char *labels[] = {verb};
+
+  gq_metric_add(c->m_api_errors, labels, 1);
+  GQ_LOG_LIMITED(&lim, GQ_WARN, &lc, "%s %s: %s (%d %s)", verb, what,
+                 gq_strerror(rc), st ? st->code : 0,
+                 st && *st->message ? st->message : "");
+}
+
+/* ---- informer handlers ------------------------------------------------- */
+
+static void job_add(const json_t *o, void *arg)
+{
+  mark(arg, job_for(arg, o));
+}
+static void job_update(const json_t *old, const json_t *o, void *arg)
+{
+  (void)old;
+  mark(arg, job_for(arg, o));
+}
+static void job_del(const json_t *o, void *arg)
+{
+  struct ctl *c = arg;
+  struct cjob *cj = ctl_job(c, meta_str(o, "uid"));
+
+  if (cj) {
+    cj->gone = 1;
+    mark(c, cj);
+  }
+}
+
+static void mark_all(struct ctl *c, const char *team, const char *pclass)
+{
+  struct cjob *cj, *tmp;
+
+  HASH_ITER(hh, c->jobs, cj, tmp) {
+    const struct gq_gpujob *j;
+
+    if (cj->state == CJ_DONE)
+      continue;
+    if (team && strcmp(cj->team, team) && *cj->team)
+      continue;
+    if (pclass) {
+      j = ctl_job_spec(c, cj);
+      if (!j || !j->priority_class || strcmp(j->priority_class, pclass))
+        continue;
+    }
+    mark(c, cj);
+  }
+}
+
+static void quota_changed(const json_t *o, void *arg)
+{
+  struct ctl *c = arg;
+  const char *name = meta_str(o, "name");
+  struct cteam *t = ctl_team(c, name);
+  const struct gq_teamquota *q = ctl_quota(c, name);
+  const char *coh = q && q->cohort ? q->cohort : "";
+
+  if (strcmp(t->cohort, coh)) { /* moved: both cohorts' keys change */
+    ctl_cohort(c, t->cohort, name)->rebuilt = 0;
+    ctl_cohort(c, coh, name)->rebuilt = 0;
+    snprintf(t->cohort, sizeof(t->cohort), "%s", coh);
+  }
+  mark_all(c, name, NULL);
+  ctl_schedule_pass(c);
+}
+static void quota_add(const json_t *o, void *arg)
+{
+  quota_changed(o, arg);
+}
+static void quota_update(const json_t *old, const json_t *o, void *arg)
+{
+  (void)old;
+  quota_changed(o, arg);
+}
+
+static void pc_changed(const json_t *o, void *arg)
+{
+  mark_all(arg, NULL, meta_str(o, "name"));
+}
+static void pc_update(const json_t *old, const json_t *o, void *arg)
+{
+  (void)old;
+  pc_changed(o, arg);
+}
+
+static void pod_mark(const json_t *o, void *arg)
+{
+  struct ctl *c = arg;
+  const json_t *labels =
+      json_object_get(json_object_get(o, "metadata"), "labels");
+  const char *uid = json_string_value(json_object_get(labels, GQ_LBL_JOB_UID));
+
+  if (uid)
+    mark(c, ctl_job(c, uid));
+  ctl_schedule_pass(c);
+}
+static void pod_add(const json_t *o, void *arg)
+{
+  jobs_pod_seen(arg, o, 1);
+  pod_mark(o, arg);
+}
+static void pod_update(const json_t *old, const json_t *o, void *arg)
+{
+  (void)old;
+  pod_add(o, arg);
+}
+static void pod_del(const json_t *o, void *arg)
+{
+  jobs_pod_seen(arg, o, 0);
+  pod_mark(o, arg);
+}
+
+static void node_changed(const json_t *o, void *arg)
+{
+  (void)o;
+  ctl_schedule_pass(arg);
+}
+static void node_update(const json_t *old, const json_t *o, void *arg)
+{
+  (void)old;
+  node_changed(o, arg);
+}
+
+static void synced(void *arg)
+{
+  struct ctl *c = arg;
+
+  if (c->synced || !gq_informer_synced(c->inf_jobs) ||
+      !gq_informer_synced(c->inf_quotas) || !gq_informer_synced(c->inf_nodes) ||
+      !gq_informer_synced(c->inf_pods) || !gq_informer_synced(c->inf_pcs) ||
+      !gq_informer_synced(c->inf_pdbs))
+    return;
+  c->synced = 1;
+  GQ_LOG(GQ_INFO, &lc, "caches synced: %zu gpujobs, %zu teamquotas, "
+         "%zu nodes, %zu pods", gq_informer_size(c->inf_jobs),
+         gq_informer_size(c->inf_quotas), gq_informer_size(c->inf_nodes),
+         gq_informer_size(c->inf_pods));
+  mark_all(c, NULL, NULL);
+  ctl_schedule_pass(c);
+}
+
+/* ---- Redis ------------------------------------------------------------- */
+
+static void redis_state(struct gq_rq *r, int ready, const char *why,
+                        void *arg)
+{
+  struct ctl *c = arg;
+  struct ccohort *k, *tmp;
+
+  (void)r;
+  c->redis_ready = ready;
+  if (ready) {
+    GQ_LOG(GQ_INFO, &lc, "redis ready: rebuilding queues before admitting");
+    HASH_ITER(hh, c->cohorts, k, tmp) k->rebuilt = 0;
+    ctl_schedule_pass(c);
+  } else {
+    const char *labels[] = {"connection"};
+
+    gq_metric_add(c->m_redis_errors, labels, 1);
+    GQ_LOG(GQ_WARN, &lc, "redis down (%s): admission paused", why ? why : "");
+  }
+}
+
+/* ---- rebuild: Redis from what the objects show (DESIGN §6) -------------- */
+
+struct rb_ctx {
+  struct ctl *c;
+  struct ccohort *k;
+  char *team; /* one team of the cohort: the ledger read names one */
+};
+
+static void rb_ver(int rc, long long version, const struct gq_ledger_use *use,
+                   size_t n, void *arg)
+{
+  struct rb_ctx *x = arg;
+
+  (void)use;
+  (void)n;
+  ctl_write_end(x->c);
+  x->k->rebuilding = 0;
+  if (rc == 0) {
+    x->k->ver = version;
+    x->k->rebuilt = 1;
+    x->k->stale = 0;
+  } else {
+    GQ_LOG(GQ_WARN, &lc, "ledger read of cohort %s failed: %s", x->k->name,
+           gq_strerror(rc));
+  }
+  ctl_schedule_pass(x->c);
+  free(x->team);
+  free(x);
+}
+
+static void rb_done(int rc, const struct gq_rb_drift *d, void *arg)
+{
+  struct rb_ctx *x = arg;
+  struct ctl *c = x->c;
+  const char *team = x->team;
+  const char *labels[] = {x->k->name};
+
+  ctl_write_end(c);
+  if (rc != 0) {
+    const char *l[] = {"rebuild"};
+
+    gq_metric_add(c->m_redis_errors, l, 1);
+    GQ_LOG(GQ_WARN, &lc, "rebuild of cohort %s failed: %s", x->k->name,
+           gq_strerror(rc));
+    x->k->rebuilding = 0;
+    free(x->team);
+    free(x);
+    return;
+  }
+  gq_metric_set(c->m_drift, labels, (double)d->gpus_diff);
+  if (d->jobs_missing || d->jobs_extra || d->jobs_changed || d->adms_missing ||
+      d->adms_extra || d->gpus_diff)
+    GQ_LOG(GQ_WARN, &lc, "ledger drift repaired in cohort %s: jobs missing=%lld"
+           " extra=%lld changed=%lld, admissions missing=%lld extra=%lld, "
+           "gpus=%lld", x->k->name, d->jobs_missing, d->jobs_extra,
+           d->jobs_changed, d->adms_missing, d->adms_extra, d->gpus_diff);
+  ctl_write_begin(c);
+  if (gq_queue_ledger(&c->q, x->k->redis_cohort, &team, 1, rb_ver, x) != 0) {
+    ctl_write_end(c);
+    x->k->rebuilding = 0;
+    free(x->team);
+    free(x);
+  }
+}
+
+/* Starts rebuilding cohort k from the cache: the jobs queued or holding an
+ * admission, and their admissions. */
+static void rebuild(struct ctl *c, struct ccohort *k)
+{
+  struct cteam *t, *tt;
+  struct cjob *cj, *tmp;
+  const char **teams = NULL;
+  struct gq_rb_job *jobs = NULL;
+  struct gq_rb_adm *adms = NULL;
+  size_t nt = 0, nj = 0, na = 0, cj_cap = 0;
+  struct rb_ctx *x;
+  int rc;
+
+  HASH_ITER(hh, c->teams, t, tt) {
+    if (ctl_cohort(c, t->cohort, t->name) != k || !ctl_quota(c, t->name))
+      continue;
+    teams = gq_xrealloc(teams, (nt + 1) * sizeof(*teams));
+    teams[nt++] = t->name;
+  }
+  HASH_ITER(hh, c->jobs, cj, tmp) {
+    int held = cj->has_adm;
+
+    if (cj->state != CJ_QUEUED && !held)
+      continue;
+    if (ctl_cohort(c, cj->cohort, cj->team) != k)
+      continue;
+    if (nj == cj_cap) {
+      cj_cap = cj_cap ? 2 * cj_cap : 64;
+      jobs = gq_xrealloc(jobs, cj_cap * sizeof(*jobs));
+      adms = gq_xrealloc(adms, cj_cap * sizeof(*adms));
+    }
+    jobs[nj++] = (struct gq_rb_job){cj->uid, cj->team, cj->ns, cj->name,
+                                    cj->priority, cj->queued_ms, held,
+                                    held ? (long)cj->attempt : 0};
+    if (held)
+      adms[na++] = (struct gq_rb_adm){cj->uid, cj->team, cj->flavor,
+                                      (long)cj->attempt, cj->gpus};
+  }
+  if (nt == 0) { /* no TeamQuota left in it: nothing to keep */
+    k->rebuilt = 1;
+    free(jobs);
+    free(adms);
+    return;
+  }
+  x = gq_xcalloc(1, sizeof(*x));
+  x->c = c;
+  x->k = k;
+  x->team = gq_xstrdup(teams[0]);
+  k->rebuilding = 1;
+  ctl_write_begin(c);
+  rc = gq_queue_rebuild(&c->q, k->redis_cohort, teams, nt, jobs, nj, adms, na,
+                        1, rb_done, x);
+  if (rc != 0) {
+    ctl_write_end(c);
+    k->rebuilding = 0;
+    free(x->team);
+    free(x);
+  }
+  free(teams);
+  free(jobs);
+  free(adms);
+}
+
+/* Makes sure every cohort with a TeamQuota has been rebuilt since Redis
+ * (re)connected. Returns 1 when all are. */
+static int cohorts_ready(struct ctl *c)
+{
+  struct cteam *t, *tt;
+  int all = 1;
+
+  HASH_ITER(hh, c->teams, t, tt) {
+    struct ccohort *k;
+
+    if (!ctl_quota(c, t->name))
+      continue;
+    k = ctl_cohort(c, t->cohort, t->name);
+    if (k->rebuilt)
+      continue;
+    all = 0;
+    if (!k->rebuilding && c->redis_ready)
+      rebuild(c, k);
+  }
+  return all;
+}
+
+/* ---- the pass ---------------------------------------------------------- */
+
+static void run_pass(uv_timer_t *tm)
+{
+  struct ctl *c = tm->data;
+  struct cjob *cj;
+  int64_t next = -1;
+
+  c->pass_scheduled = 0;
+  if (!ctl_acting(c))
+    return;
+  while ((cj = c->dirty)) {
+    c->dirty = cj->dnext;
+    cj->dirty = 0;
+    cj->dnext = NULL;
+    jobs_reconcile(c, cj);
+  }
+  if (c->tick_due) {
+    c->tick_due = 0;
+    jobs_tick(c, gq_clock_now_ms(), &next);
+  }
+  if (c->redis_ready && cohorts_ready(c))
+    admit_pass(c);
+  status_quotas(c);
+}
+
+void ctl_schedule_pass(struct ctl *c)
+{
+  if (c->pass_scheduled || c->stopping)
+    return;
+  c->pass_scheduled = 1;
+  uv_timer_start(&c->pass_timer, run_pass, 0, 0);
+}
+
+/* Deadlines are checked twice a second (real time), not in every pass. */
+static void tick(uv_timer_t *tm)
+{
+  struct ctl *c = tm->data;
+
+  c->tick_due = 1;
+  ctl_schedule_pass(c);
+}
+
+static void sweep(uv_timer_t *tm)
+{
+  struct ctl *c = tm->data;
+
+  if (ctl_acting(c))
+    status_sweep(c);
+}
+
+/* ---- leader election ---------------------------------------------------- */
+
+static void lead_start(void *arg)
+{
+  struct ctl *c = arg;
+  struct ccohort *k, *tmp;
+
+  GQ_LOG(GQ_INFO, &lc, "became leader (%s)", c->o.identity);
+  c->leading = 1;
+  HASH_ITER(hh, c->cohorts, k, tmp) k->rebuilt = 0;
+  mark_all(c, NULL, NULL);
+  ctl_schedule_pass(c);
+}
+
+static void lead_stop(void *arg)
+{
+  struct ctl *c = arg;
+
+  c->leading = 0;
+  if (c->stopping)
+    return;
+  /* As client-go's controllers do: a process that lost its lease exits,
+   * so that it restarts with a clean cache rather than act on a stale one. */
+  GQ_LOG(GQ_ERROR, &lc, "lost leadership; exiting");
+  _exit(1);
+}
+
+/* ---- lifecycle ---------------------------------------------------------- */
+
+struct gq_ctl *gq_ctl_new(uv_loop_t *loop, struct gq_kclient *kc,
+                          const struct gq_ctl_opts *o)
+{
+  struct ctl *c = gq_xcalloc(1, sizeof(*c));
+  static const double wait_buckets[] = {1, 10, 60, 300, 900, 3600, 14400,
+                                        43200, 86400, 259200};
+  static const double lat_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                       0.025, 0.05, 0.1, 0.25, 1};
+  const char *tf[] = {"team", "flavor"}, *tm[] = {"team"},
+             *vb[] = {"verb"}, *op[] = {"op"}, *ch[] = {"cohort"};
+  struct gq_metrics *m;
+
+  c->loop = loop;
+  c->kc = kc;
+  c->o = *o;
+  c->o.redis_url = gq_xstrdup(o->redis_url);
+  c->o.redis_prefix = o->redis_prefix ? gq_xstrdup(o->redis_prefix) : NULL;
+  c->o.product_label = gq_xstrdup(o->product_label ? o->product_label
+                                                   : GQ_LABEL_GPU_PRODUCT);
+  c->o.topology_key =
+      gq_xstrdup(o->topology_key ? o->topology_key : GQ_TOPOLOGY_ZONE);
+  c->o.lease_ns = gq_xstrdup(o->lease_ns ? o->lease_ns : "gpuq-system");
+  c->o.lease_name = gq_xstrdup(o->lease_name ? o->lease_name
+                                             : "gpuq-controller");
+  c->o.identity = gq_xstrdup(o->identity ? o->identity : "gpuq-controller");
+  if (c->o.audit_s <= 0)
+    c->o.audit_s = 60;
+  if (c->o.sweep_ms <= 0)
+    c->o.sweep_ms = 1000;
+  g_product_label = c->o.product_label;
+  uv_timer_init(loop, &c->pass_timer);
+  uv_timer_init(loop, &c->tick_timer);
+  uv_timer_init(loop, &c->sweep_timer);
+  uv_timer_init(loop, &c->stop_timer);
+  c->pass_timer.data = c->tick_timer.data = c->sweep_timer.data =
+      c->stop_timer.data = c;
+
+  m = c->metrics = o->metrics;
+  c->m_pending = gq_metrics_gauge(m, "gpuq_pending_jobs",
+      "Jobs waiting in the team's queue.", 1, tm);
+  c->m_admitted_gpus = gq_metrics_gauge(m, "gpuq_admitted_gpus",
+      "GPUs held by the team's admitted jobs, per quota flavor.", 2, tf);
+  c->m_nominal = gq_metrics_gauge(m, "gpuq_nominal_gpus",
+      "GPUs guaranteed to the team by its TeamQuota, per flavor.", 2, tf);
+  c->m_borrowed = gq_metrics_gauge(m, "gpuq_borrowed_gpus",
+      "GPUs the team uses above its nominal quota, per flavor.", 2, tf);
+  c->m_wait = gq_metrics_histogram(m, "gpuq_queue_wait_seconds",
+      "Time from queueing to admission (virtual seconds).", 1, tm,
+      wait_buckets, sizeof(wait_buckets) / sizeof(wait_buckets[0]));
+  c->m_adm_latency = gq_metrics_histogram(m, "gpuq_admission_latency_seconds",
+      "Time from the pass that admitted a job to its last pod created (real "
+      "seconds).", 1, tm, lat_buckets,
+      sizeof(lat_buckets) / sizeof(lat_buckets[0]));
+  c->m_gpu_seconds = gq_metrics_counter(m, "gpuq_allocated_gpu_seconds_total",
+      "GPU-seconds held by the team's admitted jobs (virtual seconds), for "
+      "cost reports.", 2, tf);
+  c->m_admissions = gq_metrics_counter(m, "gpuq_admissions_total",
+      "Jobs admitted.", 1, tm);
+  c->m_api_errors = gq_metrics_counter(m, "gpuq_api_errors_total",
+      "Kubernetes API requests that failed, by verb.", 1, vb);
+  c->m_redis_errors = gq_metrics_counter(m, "gpuq_redis_errors_total",
+      "Redis failures, by operation.", 1, op);
+  c->m_drift = gq_metrics_gauge(m, "gpuq_ledger_drift_gpus",
+      "GPUs by which the Redis ledger differed from the pods at the last "
+      "audit (then repaired).", 1, ch);
+  c->m_frag = gq_metrics_gauge(m, "gpuq_unusable_free_gpus",
+      "Free GPUs that no queued job can use (fragmentation).", 0, NULL);
+  c->m_lost_nodes = gq_metrics_gauge(m, "gpuq_nodes_gpus_below_capacity",
+      "Ready nodes whose allocatable GPUs are below capacity.", 0, NULL);
+  c->m_passes = gq_metrics_counter(m, "gpuq_admission_passes_total",
+      "Admission passes run.", 0, NULL);
+  return (struct gq_ctl *)c;
+}
+
+void gq_ctl_start(struct gq_ctl *gc)
+{
+  struct ctl *c = (struct ctl *)gc;
+  struct gq_rq_opts ro = {0};
+  size_t ns;
+  struct gq_informer_handlers hj = {job_add, job_update, job_del, synced,
+                                    dec_job, rel_job};
+  struct gq_informer_handlers hq = {quota_add, quota_update, quota_add, synced,
+                                    dec_quota, rel_quota};
+  struct gq_informer_handlers hn = {node_changed, node_update, node_changed,
+                                    synced, dec_node, rel_node};
+  struct gq_informer_handlers hp = {pod_add, pod_update, pod_del,
+                                    synced, dec_pod, rel_pod};
+  struct gq_informer_handlers hc = {pc_changed, pc_update, pc_changed, synced,
+                                    NULL, NULL};
+  struct gq_informer_handlers hd = {NULL, NULL, NULL, synced, NULL, NULL};
+  struct gq_informer_opts io = {0};
+
+  ro.url = c->o.redis_url;
+  ro.scripts = gq_queue_scripts(&ns);
+  ro.nscripts = ns;
+  ro.on_state = redis_state;
+  ro.arg = c;
+  c->rq = gq_rq_new(c->loop, &ro);
+  gq_queue_init(&c->q, c->rq, c->o.redis_prefix);
+
+  io.path = "/apis/" GQ_GROUP "/" GQ_VERSION "/gpujobs";
+  c->inf_jobs = gq_informer_start(c->kc, &io, &hj, c);
+  io.path = "/apis/" GQ_GROUP "/" GQ_VERSION "/teamquotas";
+  c->inf_quotas = gq_informer_start(c->kc, &io, &hq, c);
+  io.path = "/api/v1/nodes";
+  c->inf_nodes = gq_informer_start(c->kc, &io, &hn, c);
+  io.path = "/api/v1/pods";
+  c->inf_pods = gq_informer_start(c->kc, &io, &hp, c);
+  io.path = "/apis/scheduling.k8s.io/v1/priorityclasses";
+  c->inf_pcs = gq_informer_start(c->kc, &io, &hc, c);
+  io.path = "/apis/policy/v1/poddisruptionbudgets";
+  c->inf_pdbs = gq_informer_start(c->kc, &io, &hd, c);
+  uv_timer_start(&c->tick_timer, tick, 500, 500);
+  uv_timer_start(&c->sweep_timer, sweep, (uint64_t)c->o.sweep_ms,
+                 (uint64_t)c->o.sweep_ms);
+  if (c->o.leader_elect) {
+    struct gq_leader_opts lo = {0};
+
+    lo.ns = c->o.lease_ns;
+    lo.name = c->o.lease_name;
+    lo.identity = c->o.identity;
+    lo.on_start = lead_start;
+    lo.on_stop = lead_stop;
+    lo.arg = c;
+    lo.release_on_cancel = 1;
+    c->leader = gq_leader_start(c->kc, &lo);
+  }
+}
+
+int gq_ctl_ready(const struct gq_ctl *gc, char *msg, size_t len)
+{
+  const struct ctl *c = (const struct ctl *)gc;
+
+  if (!c->synced)
+    snprintf(msg, len, "informers not synced");
+  else if (!c->redis_ready)
+    snprintf(msg, len, "redis not ready: %s", gq_rq_last_error(c->rq));
+  else
+    return 1;
+  return 0;
+}
+
+void gq_ctl_collect(struct gq_ctl *gc)
+{
+  status_metrics((struct ctl *)gc);
+}
+
+static void free_all(struct ctl *c)
+{
+  struct cjob *cj, *tj;
+  struct cteam *t, *tt;
+  struct ccohort *k, *tk;
+  struct cassumed *a, *ta;
+
+  HASH_ITER(hh, c->jobs, cj, tj) {
+    HASH_DEL(c->jobs, cj);
+    jobs_forget(c, cj);
+  }
+  HASH_ITER(hh, c->teams, t, tt) {
+    HASH_DEL(c->teams, t);
+    free(t->q);
+    free(t->use);
+    free(t->name);
+    free(t);
+  }
+  HASH_ITER(hh, c->cohorts, k, tk) {
+    HASH_DEL(c->cohorts, k);
+    free(k->name);
+    free(k);
+  }
+  HASH_ITER(hh, c->assumed, a, ta) {
+    HASH_DEL(c->assumed, a);
+    free(a->key);
+    free(a->node);
+    gq_place_replica_release(&a->req);
+    free(a);
+  }
+  free((char *)c->o.redis_url);
+  free((char *)c->o.redis_prefix);
+  free((char *)c->o.product_label);
+  free((char *)c->o.topology_key);
+  free((char *)c->o.lease_ns);
+  free((char *)c->o.lease_name);
+  free((char *)c->o.identity);
+  free(c);
+}
+
+static void closed(uv_handle_t *h)
+{
+  struct ctl *c = h->data;
+
+  if (h == (uv_handle_t *)&c->stop_timer) {
+    void (*done)(void *) = c->on_stopped;
+    void *arg = c->stopped_arg;
+
+    free_all(c);
+    if (done)
+      done(arg);
+  }
+}
+
+static void finish_stop(struct ctl *c)
+{
+  gq_informer_stop(c->inf_jobs);
+  gq_informer_stop(c->inf_quotas);
+  gq_informer_stop(c->inf_nodes);
+  gq_informer_stop(c->inf_pods);
+  gq_informer_stop(c->inf_pcs);
+  gq_informer_stop(c->inf_pdbs);
+  gq_rq_close(c->rq);
+  uv_close((uv_handle_t *)&c->pass_timer, closed);
+  uv_close((uv_handle_t *)&c->tick_timer, closed);
+  uv_close((uv_handle_t *)&c->sweep_timer, closed);
+  uv_close((uv_handle_t *)&c->stop_timer, closed);
+}
+
+static void stop_wait(uv_timer_t *tm)
+{
+  struct ctl *c = tm->data;
+  int64_t waited = gq_clock_mono_ms() - c->next_tick_ms;
+
+  if (c->inflight && waited < STOP_WAIT_MS)
+    return;
+  if (c->inflight)
+    GQ_LOG(GQ_WARN, &lc, "stopping with %u writes still in flight",
+           c->inflight);
+  uv_timer_stop(tm);
+  if (c->leader) {
+    gq_leader_stop(c->leader);
+    c->leader = NULL;
+  }
+  finish_stop(c);
+}
+
+void gq_ctl_stop(struct gq_ctl *gc, void (*done)(void *arg), void *arg)
+{
+  struct ctl *c = (struct ctl *)gc;
+
+  if (c->stopping)
+    return;
+  GQ_LOG(GQ_INFO, &lc, "stopping: admission stopped, %u writes in flight",
+         c->inflight);
+  c->stopping = 1;
+  c->on_stopped = done;
+  c->stopped_arg = arg;
+  uv_timer_stop(&c->pass_timer);
+  uv_timer_stop(&c->tick_timer);
+  uv_timer_stop(&c->sweep_timer);
+  c->next_tick_ms = gq_clock_mono_ms(); /* reused: when the stop began */
+  uv_timer_start(&c->stop_timer, stop_wait, 0, 20);
+}

@@ -1,0 +1,211 @@
+/* controller/ctl_int.h - the controller's state, shared by its files:
+ *   ctl.c     informers, the job cache, the Redis link, lifecycle;
+ *   jobs.c    each job's reconcile: pods, teardown, finishing, deletion;
+ *   admit.c   the admission pass (decide over a snapshot, then act);
+ *   status.c  status and events: coalesced writes, positions, TeamQuotas.
+ * Not a public interface: controller/ctl.h is.
+ */
+#ifndef GQ_CONTROLLER_CTL_INT_H
+#define GQ_CONTROLLER_CTL_INT_H
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uthash.h>
+#include <uv.h>
+
+#include "api/client.h"
+#include "api/gpujob.h"
+#include "api/informer.h"
+#include "api/leader.h"
+#include "api/pod.h"
+#include "api/teamquota.h"
+#include "controller/assign.h"
+#include "controller/ctl.h"
+#include "controller/metrics.h"
+#include "queue/queue.h"
+
+/* Where a job stands in gpuq's hands (the API phase is derived from it). */
+enum cj_state {
+  CJ_NEW,       /* seen, not yet reconciled */
+  CJ_WAITING,   /* valid but not queueable: unknown team, suspended */
+  CJ_QUEUED,    /* in its team's queue */
+  CJ_ADMITTING, /* admit script in flight */
+  CJ_ACTIVE,    /* admitted: pods being created, running */
+  CJ_TEARDOWN,  /* its pods are being deleted; then requeue or finish */
+  CJ_DONE       /* Succeeded or Failed (or invalid): nothing more to do */
+};
+
+/* Why a gang is torn down. */
+enum cj_td {
+  TD_NONE,
+  TD_FAILED,    /* a replica failed on its own: counts toward backoffLimit */
+  TD_MISS,      /* placement miss: does not count */
+  TD_DISRUPTED, /* evicted, deleted, node gone: does not count */
+  TD_STARTUP,   /* startupTimeoutSeconds passed: counts */
+  TD_DEADLINE,  /* activeDeadlineSeconds passed: the job fails */
+  TD_SUSPEND,   /* spec.suspend set */
+  TD_DELETE     /* the GpuJob is being deleted */
+};
+
+struct ctl;
+
+/* One GpuJob, by uid. Holds no pointer into informer stores (they change
+ * under it); the decoded job is looked up by key when needed. */
+struct cjob {
+  char *uid;
+  char *key;   /* "namespace/name" */
+  char *ns, *name;
+  char team[254];
+  char cohort[254]; /* of its team when queued/admitted ("" = none) */
+  enum cj_state state;
+  enum cj_td td;
+  int gone;          /* the GpuJob object was deleted */
+  int32_t priority;  /* effective (PriorityClass value when named) */
+  int64_t gpus;
+  int32_t replicas;
+  int64_t expected_s; /* expectedDurationSeconds or -1 */
+  uint32_t shape;     /* hash of what placement looks at */
+  int64_t queued_ms, admitted_ms, start_ms, completion_ms, first_start_ms;
+  int64_t attempt;   /* the current (or last) pod generation */
+  int64_t failures;
+  int64_t preemptions;
+  int64_t eta_ms;    /* -1 unknown */
+  int64_t position;  /* 1-based in its team, 0 when not queued */
+  int has_adm;       /* counted in its team's use */
+  char flavor[GQ_FLAVOR_KEY_MAX]; /* ledger key of the admission */
+  char **nodes;      /* replicas entries while admitted (owned) */
+  int creates_left;  /* pod creates in flight */
+  enum gq_job_phase phase; /* the phase gpuq shows */
+  int running;       /* every replica Running */
+  int adopted;       /* state read back from status and pods */
+  int32_t qprio;     /* priority it was queued with */
+  char **pods;       /* keys of the pods labelled with its uid (owned) */
+  size_t n_pods;
+  int64_t td_sent_ms; /* when pod deletions were last sent (real ms) */
+  int64_t pass_ms;   /* real ms of the pass that admitted it */
+  char reason[64];
+  char *message;     /* owned */
+  int status_inflight, status_again;
+  int event_pending;
+  struct cteam *t;   /* its team's queue while CJ_QUEUED */
+  int dirty;         /* on the dirty list */
+  struct cjob *dnext;
+  UT_hash_handle hh;
+};
+
+/* One team's use of one flavor key. */
+struct cuse {
+  char key[GQ_FLAVOR_KEY_MAX];
+  int64_t gpus;
+};
+
+/* One team: its queue (sorted) and its admitted use, by team name. A team
+ * exists as soon as a job names it, TeamQuota or not. */
+struct cteam {
+  char *name;
+  char cohort[254];     /* from its TeamQuota ("" = none) */
+  struct cjob **q;      /* queued jobs, in queue order */
+  size_t n, cap;
+  struct cuse *use;
+  size_t n_use;
+  int64_t pending_gpus;
+  int64_t admitted_jobs; /* jobs holding an admission */
+  UT_hash_handle hh;
+};
+
+/* One cohort's Redis link state (a team without a cohort is its own). */
+struct ccohort {
+  char *name;         /* "" for... never: lone teams use "~team" */
+  char redis_cohort[254]; /* what queue/ functions take ("" = lone team) */
+  long long ver;      /* predicted ledger version after what was sent */
+  int inflight;       /* admits and releases in flight */
+  int rebuilt;        /* ledger rebuilt since Redis (re)connected */
+  int rebuilding, stale;
+  UT_hash_handle hh;
+};
+
+/* A pod gpuq created (or is creating) that the pod informer has not
+ * shown yet: it is committed to the snapshot as if bound. */
+struct cassumed {
+  char *key; /* "ns/name" of the pod */
+  char *node;
+  struct gq_podsched req;
+  UT_hash_handle hh;
+};
+
+struct ctl {
+  uv_loop_t *loop;
+  struct gq_ctl_opts o;
+  struct gq_kclient *kc;
+  struct gq_rq *rq;
+  struct gq_queue q;
+  struct gq_informer *inf_jobs, *inf_quotas, *inf_nodes, *inf_pods,
+      *inf_pcs, *inf_pdbs;
+  struct gq_leader *leader;
+  struct gq_metrics *metrics;
+  struct cjob *jobs;         /* by uid */
+  struct cteam *teams;       /* by name */
+  struct ccohort *cohorts;   /* by name */
+  struct cassumed *assumed;  /* by pod key */
+  struct cjob *dirty;        /* jobs to reconcile in the next pass */
+  int leading, stopping, redis_ready, synced;
+  int pass_scheduled;
+  int64_t next_tick_ms;
+  unsigned inflight;         /* API and Redis writes in flight */
+  uv_timer_t pass_timer, tick_timer, sweep_timer, stop_timer;
+  size_t sweep_cursor;
+  void (*on_stopped)(void *arg);
+  void *stopped_arg;
+  /* metrics */
+  struct gq_metric *m_pending, *m_admitted_gpus, *m_nominal, *m_borrowed,
+      *m_wait, *m_adm_latency, *m_gpu_seconds, *m_api_errors, *m_redis_errors,
+      *m_drift, *m_frag, *m_lost_nodes, *m_admissions, *m_passes;
+  int64_t frag_gpus;
+  int tick_due;
+};
+
+/* ctl.c */
+void ctl_schedule_pass(struct ctl *c);
+struct cjob *ctl_job(struct ctl *c, const char *uid);
+const struct gq_gpujob *ctl_job_spec(struct ctl *c, const struct cjob *cj);
+const json_t *ctl_job_json(struct ctl *c, const struct cjob *cj);
+const struct gq_teamquota *ctl_quota(struct ctl *c, const char *team);
+struct cteam *ctl_team(struct ctl *c, const char *name);
+struct ccohort *ctl_cohort(struct ctl *c, const char *team_cohort,
+                           const char *team);
+int ctl_acting(const struct ctl *c);
+void ctl_write_begin(struct ctl *c);
+void ctl_write_end(struct ctl *c);
+void ctl_api_error(struct ctl *c, const char *verb, const char *what, int rc,
+                   const struct gq_k8s_status *st);
+
+/* jobs.c */
+void jobs_reconcile(struct ctl *c, struct cjob *cj);
+void jobs_queue_add(struct ctl *c, struct cjob *cj);
+void jobs_queue_del(struct ctl *c, struct cjob *cj);
+void jobs_use(struct ctl *c, struct cjob *cj, int sign);
+void jobs_create_pods(struct ctl *c, struct cjob *cj);
+void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms);
+void jobs_forget(struct ctl *c, struct cjob *cj);
+void jobs_pod_seen(struct ctl *c, const json_t *pod, int present);
+void jobs_assume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);
+void jobs_unassume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);
+
+/* admit.c */
+void admit_pass(struct ctl *c);
+
+/* status.c */
+void status_set(struct cjob *cj, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void status_flush(struct ctl *c, struct cjob *cj);
+void status_event(struct ctl *c, struct cjob *cj, const char *type,
+                  const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+void status_positions(struct ctl *c, struct cteam *t, size_t upto);
+void status_sweep(struct ctl *c);
+void status_quotas(struct ctl *c);
+void status_metrics(struct ctl *c);
+void status_finalizer(struct ctl *c, struct cjob *cj, const json_t *obj,
+                      int add);
+
+#endif

@@ -1,0 +1,992 @@
+/* controller/jobs.c - one GpuJob's reconcile (DESIGN §2-§5): validation,
+ * queueing, its pods' progress, teardown and requeue, finishing, deletion.
+ *
+ * The job's lifecycle: Queued -> Admitted (pods created) -> Running (every
+ * replica running) -> Succeeded (every replica succeeded). A replica that
+ * fails on its own tears the gang down and retries it as a new attempt,
+ * up to spec.backoffLimit failed attempts, then Failed. A placement miss
+ * (the pinned pod Unschedulable, or rejected by its kubelet) or a
+ * disruption (pod evicted or deleted by someone else) tears the gang down
+ * and requeues it without counting. The GPUs are released only once every
+ * pod of the attempt is gone or finished (DESIGN §3: terminating pods still
+ * hold them), and only then is a new attempt admitted (never two pod
+ * generations at once, invariant 5).
+ */
+#include "controller/ctl_int.h"
+
+#include "api/names.h"
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "controller/podspec.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct gq_lc lc = {"controller", "jobs", NULL};
+
+#define REDELETE_MS 5000 /* resend pod deletions that did not take */
+
+static void forget_assumed(struct ctl *c, const char *key);
+
+/* ---- the team queues (in memory, in the same order as Redis's) --------- */
+
+/* Queue order: priority (high first), queue time (early first), uid
+ * (DESIGN §4; queue/queue.h's member order). */
+static int before(const struct cjob *a, const struct cjob *b)
+{
+  if (a->priority != b->priority)
+    return a->priority > b->priority;
+  if (a->queued_ms != b->queued_ms)
+    return a->queued_ms < b->queued_ms;
+  return strcmp(a->uid, b->uid) < 0;
+}
+
+static void redis_done(int rc, const char *state, long long v, void *arg)
+{
+  struct ctl *c = arg;
+
+  (void)state;
+  (void)v;
+  ctl_write_end(c);
+  if (rc != 0) {
+    const char *l[] = {"queue"};
+
+    gq_metric_add(c->m_redis_errors, l, 1);
+    GQ_LOG(GQ_WARN, &lc, "redis queue update failed: %s (the next rebuild "
+           "repairs it)", gq_strerror(rc));
+  }
+}
+
+static void redis_release_done(int rc, const char *state, long long v,
+                               void *arg)
+{
+  struct ccohort *k = arg;
+
+  (void)state;
+  (void)v;
+  (void)rc;
+  if (k->inflight)
+    k->inflight--;
+}
+
+/* Inserts cj into its team's queue and Redis's (idempotent there). */
+void jobs_queue_add(struct ctl *c, struct cjob *cj)
+{
+  struct cteam *t = ctl_team(c, cj->team);
+  size_t lo = 0, hi = t->n;
+  struct gq_qjob qj;
+
+  if (cj->t)
+    return;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+
+    if (before(t->q[mid], cj))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (t->n == t->cap) {
+    t->cap = t->cap ? 2 * t->cap : 16;
+    t->q = gq_xrealloc(t->q, t->cap * sizeof(*t->q));
+  }
+  memmove(t->q + lo + 1, t->q + lo, (t->n - lo) * sizeof(*t->q));
+  t->q[lo] = cj;
+  t->n++;
+  t->pending_gpus += cj->gpus;
+  cj->t = t;
+  cj->qprio = cj->priority;
+  cj->state = CJ_QUEUED;
+  snprintf(cj->cohort, sizeof(cj->cohort), "%s", t->cohort);
+  qj = (struct gq_qjob){cj->uid, cj->team, cj->ns, cj->name, cj->cohort,
+                        cj->priority, cj->queued_ms};
+  ctl_write_begin(c);
+  if (gq_queue_enqueue(&c->q, &qj, redis_done, c) != 0)
+    ctl_write_end(c);
+}
+
+/* Takes cj out of its team's in-memory queue (Redis is told separately:
+ * admitted jobs leave it in the admit script, deleted ones by remove). */
+void jobs_queue_del(struct ctl *c, struct cjob *cj)
+{
+  struct cteam *t = cj->t;
+  size_t i;
+
+  (void)c;
+  if (!t)
+    return;
+  for (i = 0; i < t->n && t->q[i] != cj; i++)
+    ;
+  if (i < t->n) {
+    memmove(t->q + i, t->q + i + 1, (t->n - i - 1) * sizeof(*t->q));
+    t->n--;
+    t->pending_gpus -= cj->gpus;
+  }
+  cj->t = NULL;
+  cj->position = 0;
+}
+
+static void redis_remove(struct ctl *c, struct cjob *cj)
+{
+  ctl_write_begin(c);
+  if (gq_queue_remove(&c->q, cj->cohort, cj->team, cj->uid, redis_done, c))
+    ctl_write_end(c);
+}
+
+/* Adds (sign 1) or removes (-1) cj's admission from its team's use. */
+void jobs_use(struct ctl *c, struct cjob *cj, int sign)
+{
+  struct cteam *t = ctl_team(c, cj->team);
+  size_t i;
+
+  if ((sign > 0) == (cj->has_adm != 0))
+    return;
+  cj->has_adm = sign > 0;
+  for (i = 0; i < t->n_use && strcmp(t->use[i].key, cj->flavor); i++)
+    ;
+  if (i == t->n_use) {
+    t->use = gq_xrealloc(t->use, (t->n_use + 1) * sizeof(*t->use));
+    snprintf(t->use[i].key, sizeof(t->use[i].key), "%s", cj->flavor);
+    t->use[i].gpus = 0;
+    t->n_use++;
+  }
+  t->use[i].gpus += sign * cj->gpus;
+  t->admitted_jobs += sign;
+}
+
+/* Releases cj's admission in Redis (idempotent) and in memory. */
+static void release(struct ctl *c, struct cjob *cj)
+{
+  struct ccohort *k;
+
+  if (!cj->has_adm)
+    return;
+  jobs_use(c, cj, -1);
+  k = ctl_cohort(c, cj->cohort, cj->team);
+  k->ver++; /* predicted: the release bumps the ledger's version */
+  k->inflight++;
+  if (gq_queue_release(&c->q, cj->cohort, cj->team, cj->uid, (long)cj->attempt,
+                       redis_release_done, k) != 0) {
+    k->inflight--;
+    k->rebuilt = 0; /* Redis is down: the rebuild on reconnect repairs */
+  }
+  ctl_schedule_pass(c);
+}
+
+/* ---- pods ------------------------------------------------------------- */
+
+static void free_nodes(struct cjob *cj)
+{
+  for (int32_t i = 0; cj->nodes && i < cj->replicas; i++)
+    free(cj->nodes[i]);
+  free(cj->nodes);
+  cj->nodes = NULL;
+}
+
+/* Frees cj (already out of the jobs table). */
+void jobs_forget(struct ctl *c, struct cjob *cj)
+{
+  (void)c;
+  free_nodes(cj);
+  for (size_t i = 0; i < cj->n_pods; i++)
+    free(cj->pods[i]);
+  free(cj->pods);
+  free(cj->message);
+  free(cj->uid);
+  free(cj->key);
+  free(cj->ns);
+  free(cj->name);
+  free(cj);
+}
+
+static int64_t pod_attempt(const struct gq_pod *p)
+{
+  const char *a = gq_meta_label(&p->meta, GQ_LBL_ATTEMPT);
+  int64_t v;
+
+  return a && gq_parse_int64(a, &v) == 0 ? v : -1;
+}
+
+static int pod_miss(const struct gq_pod *p)
+{
+  if (p->phase == GQ_POD_PENDING && p->unschedulable &&
+      !strcmp(p->unschedulable, "Unschedulable"))
+    return 1;
+  return p->phase == GQ_POD_FAILED &&
+         (!strncmp(p->status_reason, "OutOf", 5) ||
+          !strcmp(p->status_reason, "UnexpectedAdmissionError") ||
+          !strcmp(p->status_reason, "NodeAffinity"));
+}
+
+/* The pod index: keeps cj->pods equal to the pods labelled with its uid. */
+void jobs_pod_seen(struct ctl *c, const json_t *pod, int present)
+{
+  const json_t *md = json_object_get(pod, "metadata");
+  const json_t *lb = json_object_get(md, "labels");
+  const char *uid = json_string_value(json_object_get(lb, GQ_LBL_JOB_UID));
+  const char *ns = json_string_value(json_object_get(md, "namespace"));
+  const char *name = json_string_value(json_object_get(md, "name"));
+  const char *job = json_string_value(json_object_get(lb, GQ_LBL_JOB));
+  struct cjob *cj;
+  char key[600];
+  size_t i;
+
+  if (!uid || !ns || !name)
+    return;
+  cj = ctl_job(c, uid);
+  if (!cj) {
+    if (!present || !job)
+      return;
+    cj = gq_xcalloc(1, sizeof(*cj));
+    cj->uid = gq_xstrdup(uid);
+    cj->ns = gq_xstrdup(ns);
+    cj->name = gq_xstrdup(job);
+    cj->key = gq_xasprintf("%s/%s", ns, job);
+    cj->eta_ms = cj->expected_s = -1;
+    HASH_ADD_KEYPTR(hh, c->jobs, cj->uid, strlen(cj->uid), cj);
+  }
+  snprintf(key, sizeof(key), "%s/%s", ns, name);
+  if (present)
+    forget_assumed(c, key);
+  for (i = 0; i < cj->n_pods && strcmp(cj->pods[i], key); i++)
+    ;
+  if (present && i == cj->n_pods) {
+    cj->pods = gq_xrealloc(cj->pods, (cj->n_pods + 1) * sizeof(*cj->pods));
+    cj->pods[cj->n_pods++] = gq_xstrdup(key);
+  } else if (!present && i < cj->n_pods) {
+    free(cj->pods[i]);
+    cj->pods[i] = cj->pods[--cj->n_pods];
+  }
+}
+
+struct podcount {
+  int present, hold, running, succeeded, failed, miss, disrupted;
+  int other_hold; /* pods of other attempts still holding resources */
+  int64_t max_attempt;
+  const char *flavor; /* annotation of a pod of the attempt */
+  const char *checkpoint;
+};
+
+static void count_pods(struct ctl *c, struct cjob *cj, struct podcount *pc)
+{
+  memset(pc, 0, sizeof(*pc));
+  for (size_t i = 0; i < cj->n_pods; i++) {
+    const struct gq_pod *p = gq_informer_typed(c->inf_pods, cj->pods[i]);
+    int64_t a;
+
+    if (!p)
+      continue;
+    a = pod_attempt(p);
+    if (a > pc->max_attempt)
+      pc->max_attempt = a;
+    if (a != cj->attempt) {
+      pc->other_hold += gq_pod_holds_resources(p);
+      continue;
+    }
+    pc->present++;
+    if (!pc->flavor) {
+      const json_t *an = json_object_get(
+          json_object_get(p->json, "metadata"), "annotations");
+      pc->flavor = json_string_value(json_object_get(an, GQ_ANN_FLAVOR));
+    }
+    pc->hold += gq_pod_holds_resources(p);
+    if (pod_miss(p))
+      pc->miss++;
+    else if (p->disruption || (p->meta.deletion_ms && cj->td == TD_NONE))
+      pc->disrupted++;
+    else if (p->phase == GQ_POD_RUNNING)
+      pc->running++;
+    else if (p->phase == GQ_POD_SUCCEEDED)
+      pc->succeeded++;
+    else if (p->phase == GQ_POD_FAILED)
+      pc->failed++;
+  }
+}
+
+static void delete_done(int rc, const struct gq_k8s_status *st,
+                        const json_t *obj, void *arg)
+{
+  struct ctl *c = arg;
+
+  (void)obj;
+  ctl_write_end(c);
+  if (rc != 0 && rc != GQ_ENOTFOUND && rc != GQ_ECONFLICT)
+    ctl_api_error(c, "delete", "pod", rc, st);
+}
+
+/* Deletes every pod of cj that still holds resources (with its grace
+ * period: a checkpointing job gets SIGTERM and its grace, DESIGN §5). */
+static void delete_pods(struct ctl *c, struct cjob *cj)
+{
+  int64_t now = gq_clock_mono_ms();
+
+  if (cj->td_sent_ms && now - cj->td_sent_ms < REDELETE_MS)
+    return;
+  cj->td_sent_ms = now;
+  for (size_t i = 0; i < cj->n_pods; i++) {
+    const struct gq_pod *p = gq_informer_typed(c->inf_pods, cj->pods[i]);
+    char path[700];
+
+    if (!p || !gq_pod_holds_resources(p) || p->meta.deletion_ms)
+      continue;
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", p->meta.ns,
+             p->meta.name);
+    ctl_write_begin(c);
+    if (gq_kclient_delete(c->kc, path, -1, p->meta.uid, delete_done, c) != 0)
+      ctl_write_end(c);
+  }
+}
+
+static int holding(struct ctl *c, struct cjob *cj)
+{
+  int n = 0;
+
+  for (size_t i = 0; i < cj->n_pods; i++) {
+    const struct gq_pod *p = gq_informer_typed(c->inf_pods, cj->pods[i]);
+
+    n += p && gq_pod_holds_resources(p);
+  }
+  return n;
+}
+
+static const char *td_reason(enum cj_td td)
+{
+  switch (td) {
+  case TD_FAILED: return "ReplicaFailed";
+  case TD_MISS: return "PlacementMiss";
+  case TD_DISRUPTED: return "Disrupted";
+  case TD_STARTUP: return "StartupTimeout";
+  case TD_DEADLINE: return "DeadlineExceeded";
+  case TD_SUSPEND: return "Suspended";
+  case TD_DELETE: return "Deleting";
+  default: return "";
+  }
+}
+
+static void teardown(struct ctl *c, struct cjob *cj, enum cj_td td,
+                     const char *why)
+{
+  if (cj->state == CJ_TEARDOWN)
+    return;
+  cj->state = CJ_TEARDOWN;
+  cj->td = td;
+  cj->td_sent_ms = 0;
+  cj->running = 0;
+  GQ_LOG(GQ_INFO, &lc, "job %s attempt %lld: tearing down (%s): %s", cj->key,
+         (long long)cj->attempt, td_reason(td), why);
+  if (td != TD_DELETE)
+    status_event(c, cj, td == TD_SUSPEND ? "Normal" : "Warning", td_reason(td),
+                 "attempt %lld: %s", (long long)cj->attempt, why);
+  delete_pods(c, cj);
+}
+
+/* ---- finishing ------------------------------------------------------- */
+
+static void finish(struct ctl *c, struct cjob *cj, int failed,
+                   const char *reason, const char *msg)
+{
+  release(c, cj);
+  jobs_queue_del(c, cj);
+  cj->state = CJ_DONE;
+  cj->phase = failed ? GQ_PHASE_FAILED : GQ_PHASE_SUCCEEDED;
+  cj->running = 0;
+  cj->eta_ms = -1;
+  if (!cj->completion_ms)
+    cj->completion_ms = gq_clock_now_ms();
+  status_set(cj, reason, "%s", msg);
+  status_event(c, cj, failed ? "Warning" : "Normal", reason, "%s", msg);
+  if (*cj->cohort || ctl_quota(c, cj->team))
+    redis_remove(c, cj);
+}
+
+static void requeue(struct ctl *c, struct cjob *cj)
+{
+  release(c, cj);
+  free_nodes(cj);
+  cj->state = CJ_NEW;
+  cj->phase = GQ_PHASE_QUEUED;
+  cj->td = TD_NONE;
+  /* Redis: back at the original place (requeue keeps the queue time) */
+  ctl_write_begin(c);
+  if (gq_queue_requeue(&c->q, cj->cohort, cj->team, cj->uid, redis_done, c))
+    ctl_write_end(c);
+}
+
+/* The gang's pods are all gone or finished: decide what comes next. */
+static void teardown_done(struct ctl *c, struct cjob *cj,
+                          const struct gq_gpujob *j)
+{
+  char msg[256];
+  enum cj_td td = cj->td;
+
+  switch (td) {
+  case TD_FAILED:
+  case TD_STARTUP:
+    cj->failures++;
+    if (j && cj->failures > j->backoff_limit) {
+      snprintf(msg, sizeof(msg), "%lld failed attempts, more than "
+               "spec.backoffLimit %d", (long long)cj->failures,
+               j->backoff_limit);
+      finish(c, cj, 1, "BackoffLimitExceeded", msg);
+      return;
+    }
+    requeue(c, cj);
+    status_set(cj, "Requeued", "attempt %lld %s; %lld of %d failed "
+               "attempts allowed used", (long long)cj->attempt,
+               td == TD_FAILED ? "failed" : "did not start in time",
+               (long long)cj->failures, j ? j->backoff_limit : 0);
+    break;
+  case TD_MISS:
+    requeue(c, cj);
+    status_set(cj, "PlacementMiss", "attempt %lld could not run where gpuq "
+               "placed it; placing it again (not counted toward "
+               "backoffLimit)", (long long)cj->attempt);
+    break;
+  case TD_DISRUPTED:
+    cj->preemptions++;
+    requeue(c, cj);
+    status_set(cj, "Requeued", "attempt %lld was disrupted; requeued at its "
+               "original place", (long long)cj->attempt);
+    break;
+  case TD_DEADLINE:
+    snprintf(msg, sizeof(msg), "ran longer than spec.activeDeadlineSeconds "
+             "%lld", j ? (long long)j->active_deadline_s : 0LL);
+    finish(c, cj, 1, "DeadlineExceeded", msg);
+    return;
+  case TD_SUSPEND:
+    release(c, cj);
+    free_nodes(cj);
+    cj->td = TD_NONE;
+    cj->state = CJ_NEW; /* the reconcile below parks it as Suspended */
+    break;
+  default:
+    break;
+  }
+  jobs_reconcile(c, cj);
+}
+
+/* ---- creating the pods of an admitted attempt -------------------------- */
+
+struct create_ctx {
+  struct ctl *c;
+  char *uid;
+  char *pod_key;
+  int64_t attempt;
+};
+
+static void forget_assumed(struct ctl *c, const char *key)
+{
+  struct cassumed *a;
+
+  HASH_FIND_STR(c->assumed, key, a);
+  if (!a)
+    return;
+  HASH_DEL(c->assumed, a);
+  free(a->key);
+  free(a->node);
+  gq_place_replica_release(&a->req);
+  free(a);
+}
+
+static void created_one(struct ctl *c, struct create_ctx *x, int ok)
+{
+  struct cjob *cj = ctl_job(c, x->uid);
+
+  if (!ok)
+    forget_assumed(c, x->pod_key);
+  if (cj && cj->attempt == x->attempt && cj->creates_left > 0) {
+    cj->creates_left--;
+    if (!ok && cj->state == CJ_ACTIVE)
+      teardown(c, cj, TD_MISS, "a pod could not be created");
+    if (cj->creates_left == 0 && cj->state == CJ_ACTIVE) {
+      const char *l[] = {cj->team};
+
+      gq_metric_observe(c->m_adm_latency, l,
+                        (double)(gq_clock_mono_ms() - cj->pass_ms) / 1000.0);
+    }
+    jobs_reconcile(c, cj);
+  }
+  ctl_write_end(c);
+  free(x->uid);
+  free(x->pod_key);
+  free(x);
+}
+
+static void owner_checked(int rc, const struct gq_k8s_status *st,
+                          const json_t *obj, void *arg)
+{
+  struct create_ctx *x = arg;
+  const json_t *refs = json_object_get(json_object_get(obj, "metadata"),
+                                       "ownerReferences");
+  size_t i;
+  const json_t *r;
+  int ours = 0;
+
+  (void)st;
+  json_array_foreach(refs, i, r) {
+    if (json_is_true(json_object_get(r, "controller")) &&
+        !strcmp(json_string_value(json_object_get(r, "uid")) ?: "", x->uid))
+      ours = 1;
+  }
+  if (rc == 0 && !ours)
+    GQ_LOG(GQ_WARN, &lc, "pod %s exists and is not owned by job uid %s",
+           x->pod_key, x->uid);
+  created_one(x->c, x, rc == 0 && ours);
+}
+
+static void pod_created(int rc, const struct gq_k8s_status *st,
+                        const json_t *obj, void *arg)
+{
+  struct create_ctx *x = arg;
+  char path[700];
+  const char *slash;
+
+  (void)obj;
+  if (rc == GQ_EEXIST) {
+    /* a retried create: done only if the pod is this job's (DESIGN §3) */
+    slash = strchr(x->pod_key, '/');
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%.*s/pods/%s",
+             (int)(slash - x->pod_key), x->pod_key, slash + 1);
+    if (gq_kclient_get(x->c->kc, path, owner_checked, x) == 0)
+      return;
+  }
+  if (rc != 0 && rc != GQ_EEXIST)
+    ctl_api_error(x->c, "create", "pod", rc, st);
+  created_one(x->c, x, rc == 0);
+}
+
+static void service_done(int rc, const struct gq_k8s_status *st,
+                         const json_t *obj, void *arg)
+{
+  struct ctl *c = arg;
+
+  (void)obj;
+  ctl_write_end(c);
+  if (rc != 0 && rc != GQ_EEXIST)
+    ctl_api_error(c, "create", "service", rc, st);
+}
+
+/* Assumes the pods of cj's current attempt on cj->nodes in the capacity
+ * snapshot (client-go's scheduler "assume"), until the pod informer shows
+ * them or their creation fails. */
+void jobs_assume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
+{
+  char name[GQ_POD_NAME_MAX + 1];
+
+  for (int32_t r = 0; r < j->replicas; r++) {
+    struct cassumed *a = gq_xcalloc(1, sizeof(*a));
+
+    gq_podspec_pod_name(j, cj->attempt, r, name, sizeof(name));
+    a->key = gq_xasprintf("%s/%s", cj->ns, name);
+    a->node = gq_xstrdup(cj->nodes[r]);
+    gq_place_replica_request(j, &a->req);
+    forget_assumed(c, a->key);
+    HASH_ADD_KEYPTR(hh, c->assumed, a->key, strlen(a->key), a);
+  }
+}
+
+/* Drops what jobs_assume() assumed (an admission that did not happen). */
+void jobs_unassume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
+{
+  char name[GQ_POD_NAME_MAX + 1], key[600];
+
+  for (int32_t r = 0; r < j->replicas; r++) {
+    gq_podspec_pod_name(j, cj->attempt, r, name, sizeof(name));
+    snprintf(key, sizeof(key), "%s/%s", cj->ns, name);
+    forget_assumed(c, key);
+  }
+}
+
+/* Creates cj's Service (multi-replica) and pods on cj->nodes, assuming
+ * each pod in the capacity snapshot until the pod informer shows it. */
+void jobs_create_pods(struct ctl *c, struct cjob *cj)
+{
+  const struct gq_gpujob *j = ctl_job_spec(c, cj);
+  char coll[400], name[GQ_POD_NAME_MAX + 1];
+
+  if (!j) {
+    teardown(c, cj, TD_DELETE, "the job is gone");
+    return;
+  }
+  snprintf(coll, sizeof(coll), "/api/v1/namespaces/%s/pods", cj->ns);
+  if (j->replicas > 1) {
+    json_t *svc = gq_podspec_service(j);
+    char scoll[400];
+
+    snprintf(scoll, sizeof(scoll), "/api/v1/namespaces/%s/services", cj->ns);
+    ctl_write_begin(c);
+    if (gq_kclient_create(c->kc, scoll, svc, service_done, c) != 0)
+      ctl_write_end(c);
+    json_decref(svc);
+  }
+  cj->creates_left = j->replicas;
+  for (int32_t r = 0; r < j->replicas; r++) {
+    const struct gq_node *n = gq_informer_typed(c->inf_nodes, cj->nodes[r]);
+    struct create_ctx *x;
+    json_t *pod, *ann;
+
+    if (!n) {
+      cj->creates_left--;
+      teardown(c, cj, TD_MISS, "its node is gone");
+      continue;
+    }
+    pod = gq_podspec_pod(j, cj->attempt, r, n, j->status.checkpoint);
+    ann = json_object_get(json_object_get(pod, "metadata"), "annotations");
+    if (!json_is_object(ann)) {
+      ann = json_object();
+      json_object_set_new(json_object_get(pod, "metadata"), "annotations",
+                          ann);
+    }
+    json_object_set_new(ann, GQ_ANN_FLAVOR, json_string(cj->flavor));
+    json_object_set_new(ann, GQ_ANN_NODE, json_string(cj->nodes[r]));
+    gq_podspec_pod_name(j, cj->attempt, r, name, sizeof(name));
+    x = gq_xcalloc(1, sizeof(*x));
+    x->c = c;
+    x->uid = gq_xstrdup(cj->uid);
+    x->pod_key = gq_xasprintf("%s/%s", cj->ns, name);
+    x->attempt = cj->attempt;
+    ctl_write_begin(c);
+    if (gq_kclient_create(c->kc, coll, pod, pod_created, x) != 0)
+      created_one(c, x, 0);
+    json_decref(pod);
+  }
+}
+
+/* ---- the reconcile ---------------------------------------------------- */
+
+/* Fills cj from the job object after a (re)start: its status and pods say
+ * where it stood (DESIGN §6: the objects are the truth). */
+static void adopt(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
+{
+  struct podcount pc;
+
+  cj->queued_ms = j->status.queued_ms ? j->status.queued_ms
+                                      : j->meta.creation_ms;
+  if (!cj->queued_ms)
+    cj->queued_ms = gq_clock_now_ms();
+  cj->admitted_ms = j->status.admitted_ms;
+  cj->start_ms = j->status.start_ms;
+  cj->first_start_ms = j->status.start_ms;
+  cj->completion_ms = j->status.completion_ms;
+  cj->attempt = j->status.attempts;
+  cj->failures = j->status.failures;
+  cj->preemptions = j->status.preemptions;
+  cj->phase = j->status.phase;
+  count_pods(c, cj, &pc);
+  if (pc.max_attempt > cj->attempt) {
+    cj->attempt = pc.max_attempt;
+    count_pods(c, cj, &pc);
+  }
+  if (gq_job_phase_final(j->status.phase)) {
+    cj->state = CJ_DONE;
+    if (pc.hold) /* finished, but pods linger: clean them up */
+      delete_pods(c, cj);
+    return;
+  }
+  if (pc.present > 0 && (pc.hold > 0 || pc.succeeded > 0)) {
+    /* its pods hold GPUs: it stays admitted (or is torn down below) */
+    cj->state = CJ_ACTIVE;
+    snprintf(cj->flavor, sizeof(cj->flavor), "%s", pc.flavor ? pc.flavor : "");
+    cj->running = pc.running > 0 && pc.running + pc.succeeded == j->replicas;
+    return;
+  }
+  if (pc.other_hold) { /* an older generation still terminating */
+    cj->state = CJ_TEARDOWN;
+    cj->td = TD_DISRUPTED;
+  }
+}
+
+static void refresh(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
+{
+  const struct gq_teamquota *q;
+
+  snprintf(cj->team, sizeof(cj->team), "%s", j->team);
+  cj->gpus = j->gpus;
+  cj->replicas = j->replicas;
+  cj->expected_s = j->expected_duration_s;
+  cj->priority = j->priority;
+  if (j->priority_class) {
+    const json_t *pc = gq_informer_get(c->inf_pcs, j->priority_class);
+    json_int_t v = json_integer_value(json_object_get(pc, "value"));
+
+    if (pc)
+      cj->priority = v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN
+                                                               : (int32_t)v;
+  }
+  q = ctl_quota(c, cj->team);
+  if (q && cj->state != CJ_QUEUED && !cj->has_adm)
+    snprintf(cj->cohort, sizeof(cj->cohort), "%s", q->cohort ? q->cohort : "");
+  if (cj->shape == 0) {
+    /* placement looks at: resource, counts, products, memory, template
+     * spec (selectors, affinity, tolerations, requests) */
+    const json_t *sp = json_object_get(j->json, "spec");
+    json_t *k = json_pack("{s:O?,s:O?,s:O?,s:O?}", "gpu",
+                          json_object_get(sp, "gpu"), "r",
+                          json_object_get(sp, "replicas"), "g",
+                          json_object_get(sp, "gpusPerReplica"), "t",
+                          json_object_get(sp, "template"));
+    char *ks = json_dumps(k, JSON_SORT_KEYS | JSON_COMPACT);
+    unsigned hv = 0;
+
+    if (ks)
+      HASH_VALUE(ks, strlen(ks), hv);
+    cj->shape = hv ? hv : 1;
+    free(ks);
+    json_decref(k);
+  }
+}
+
+static const char *meta_name(const json_t *o)
+{
+  const char *n =
+      json_string_value(json_object_get(json_object_get(o, "metadata"), "name"));
+  return n ? n : "";
+}
+
+static void list_teams(struct ctl *c, char *buf, size_t len)
+{
+  json_t *all = gq_informer_list(c->inf_quotas);
+  size_t i, off = 0;
+  json_t *o;
+
+  buf[0] = '\0';
+  json_array_foreach(all, i, o) {
+    int n = snprintf(buf + off, len - off, "%s'%s'", i ? ", " : "",
+                     meta_name(o));
+    if (n < 0 || (size_t)n >= len - off)
+      break;
+    off += (size_t)n;
+  }
+  if (!off)
+    snprintf(buf, len, "none");
+  json_decref(all);
+}
+
+/* Replicas of the current attempt that exist: in the pod informer, or
+ * created and assumed but not shown by it yet. */
+static int pods_seen(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
+{
+  char name[GQ_POD_NAME_MAX + 1], key[600];
+  struct cassumed *a;
+  int n = 0;
+
+  for (int32_t r = 0; r < j->replicas; r++) {
+    gq_podspec_pod_name(j, cj->attempt, r, name, sizeof(name));
+    snprintf(key, sizeof(key), "%s/%s", cj->ns, name);
+    HASH_FIND_STR(c->assumed, key, a);
+    n += a || gq_informer_get(c->inf_pods, key);
+  }
+  return n;
+}
+
+static void reconcile_active(struct ctl *c, struct cjob *cj,
+                             const struct gq_gpujob *j)
+{
+  struct podcount pc;
+
+  count_pods(c, cj, &pc);
+  if (cj->state == CJ_TEARDOWN) {
+    if (holding(c, cj) == 0 && cj->creates_left == 0)
+      teardown_done(c, cj, j);
+    else
+      delete_pods(c, cj);
+    return;
+  }
+  if (j->suspend) {
+    teardown(c, cj, TD_SUSPEND, "spec.suspend is true");
+    return;
+  }
+  if (pc.miss) {
+    teardown(c, cj, TD_MISS, "a pinned pod was not schedulable or was "
+             "rejected by its kubelet");
+    return;
+  }
+  if (pc.failed) {
+    teardown(c, cj, TD_FAILED, "a replica failed");
+    return;
+  }
+  if (pc.disrupted || (cj->creates_left == 0 &&
+                       pods_seen(c, cj, j) < j->replicas &&
+                       pc.succeeded < j->replicas)) {
+    teardown(c, cj, TD_DISRUPTED, pc.disrupted ? "a pod was evicted or "
+             "deleted" : "a pod of the gang is missing");
+    return;
+  }
+  if (cj->creates_left > 0)
+    return;
+  if (pc.succeeded == j->replicas) {
+    char msg[128];
+
+    snprintf(msg, sizeof(msg), "all %d replicas succeeded", j->replicas);
+    finish(c, cj, 0, "Succeeded", msg);
+    return;
+  }
+  if (pc.running > 0 && pc.running + pc.succeeded == j->replicas &&
+      !cj->running) {
+    cj->running = 1;
+    cj->phase = GQ_PHASE_RUNNING;
+    if (!cj->start_ms)
+      cj->start_ms = gq_clock_now_ms();
+    if (!cj->first_start_ms)
+      cj->first_start_ms = cj->start_ms;
+    status_set(cj, "Running", "all %d replicas running", j->replicas);
+    status_event(c, cj, "Normal", "Running", "all %d replicas running",
+                 j->replicas);
+  }
+}
+
+void jobs_reconcile(struct ctl *c, struct cjob *cj)
+{
+  const json_t *obj = ctl_job_json(c, cj);
+  const struct gq_gpujob *j = obj ? gq_informer_typed(c->inf_jobs, cj->key)
+                                  : NULL;
+  const struct gq_teamquota *q;
+  char err[GQ_DEC_MSG_MAX], teams[512];
+
+  if (!obj || (j && j->meta.deletion_ms) ||
+      (!j && json_object_get(json_object_get(obj, "metadata"),
+                             "deletionTimestamp"))) {
+    /* being deleted, or gone: its pods go, then its GPUs and its keys */
+    jobs_queue_del(c, cj);
+    if (holding(c, cj) > 0 || cj->creates_left > 0) {
+      cj->state = CJ_TEARDOWN;
+      cj->td = TD_DELETE;
+      delete_pods(c, cj);
+      return;
+    }
+    release(c, cj);
+    if (*cj->team && ctl_quota(c, cj->team))
+      redis_remove(c, cj);
+    if (obj)
+      status_finalizer(c, cj, obj, 0);
+    else {
+      HASH_DEL(c->jobs, cj);
+      jobs_forget(c, cj);
+    }
+    return;
+  }
+  if (!cj->adopted && j) {
+    cj->adopted = 1;
+    adopt(c, cj, j);
+  }
+  if (!j) { /* invalid: Failed with the decoder's message (never dropped) */
+    struct gq_gpujob tmp;
+
+    if (cj->state == CJ_DONE)
+      return;
+    if (gq_gpujob_decode(obj, &tmp, err, sizeof(err)) == 0) {
+      gq_gpujob_release(&tmp); /* decodes now: the informer will update */
+      return;
+    }
+    cj->state = CJ_DONE;
+    cj->phase = GQ_PHASE_FAILED;
+    status_set(cj, "InvalidSpec", "%s", err);
+    status_event(c, cj, "Warning", "InvalidSpec", "%s", err);
+    status_flush(c, cj);
+    return;
+  }
+  refresh(c, cj, j);
+  if (cj->state == CJ_DONE) {
+    status_flush(c, cj);
+    return;
+  }
+  if (cj->state == CJ_ACTIVE || cj->state == CJ_TEARDOWN) {
+    reconcile_active(c, cj, j);
+    status_flush(c, cj);
+    return;
+  }
+  if (cj->state == CJ_ADMITTING) /* the admit reply decides */
+    return;
+  if (j->priority_class && !gq_informer_get(c->inf_pcs, j->priority_class)) {
+    snprintf(err, sizeof(err), "spec.priorityClassName: no PriorityClass "
+             "named '%s'", j->priority_class);
+    finish(c, cj, 1, "UnknownPriorityClass", err);
+    status_flush(c, cj);
+    return;
+  }
+  q = ctl_quota(c, cj->team);
+  if (!q) {
+    if (cj->t) {
+      jobs_queue_del(c, cj);
+      redis_remove(c, cj);
+    }
+    list_teams(c, teams, sizeof(teams));
+    cj->state = CJ_WAITING;
+    cj->phase = GQ_PHASE_QUEUED;
+    status_set(cj, "UnknownTeam", "spec.team: no TeamQuota named '%s'; "
+               "teams that exist: %s", cj->team, teams);
+  } else if (!gq_teamquota_admits_namespace(q, cj->ns)) {
+    snprintf(err, sizeof(err), "namespace '%s' may not use team '%s' "
+             "(TeamQuota spec.namespaces does not list it)", cj->ns, cj->team);
+    if (cj->t)
+      jobs_queue_del(c, cj);
+    finish(c, cj, 1, "Forbidden", err);
+  } else if (j->suspend) {
+    if (cj->t) {
+      jobs_queue_del(c, cj);
+      redis_remove(c, cj);
+    }
+    cj->state = CJ_WAITING;
+    cj->phase = GQ_PHASE_SUSPENDED;
+    status_set(cj, "Suspended", "spec.suspend is true");
+  } else {
+    if (cj->t && (cj->t != ctl_team(c, cj->team) || cj->priority != cj->qprio ||
+                  strcmp(cj->cohort, q->cohort ? q->cohort : ""))) {
+      /* its place changed (priority, team or cohort): queue it again */
+      jobs_queue_del(c, cj);
+      redis_remove(c, cj);
+    }
+    if (!cj->t) {
+      int first = cj->phase != GQ_PHASE_QUEUED;
+
+      jobs_queue_add(c, cj);
+      cj->phase = GQ_PHASE_QUEUED;
+      if (!*cj->reason || !strcmp(cj->reason, "UnknownTeam") ||
+          !strcmp(cj->reason, "Suspended"))
+        status_set(cj, "Queued", "waiting in team '%s''s queue", cj->team);
+      if (first)
+        status_event(c, cj, "Normal", "Queued", "queued in team '%s'",
+                     cj->team);
+    }
+  }
+  status_flush(c, cj);
+}
+
+/* Active deadlines and startup timeouts (virtual time, DESIGN §5). */
+void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms)
+{
+  struct cjob *cj, *tmp;
+
+  HASH_ITER(hh, c->jobs, cj, tmp) {
+    const struct gq_gpujob *j;
+    int64_t at;
+
+    if (cj->state != CJ_ACTIVE)
+      continue;
+    j = ctl_job_spec(c, cj);
+    if (!j)
+      continue;
+    if (j->active_deadline_s >= 0 && cj->first_start_ms) {
+      at = cj->first_start_ms + j->active_deadline_s * 1000;
+      if (at <= now_ms) {
+        teardown(c, cj, TD_DEADLINE, "spec.activeDeadlineSeconds passed");
+        continue;
+      }
+      if (*next_ms < 0 || at < *next_ms)
+        *next_ms = at;
+    }
+    if (j->startup_timeout_s >= 0 && !cj->running && cj->admitted_ms) {
+      at = cj->admitted_ms + j->startup_timeout_s * 1000;
+      if (at <= now_ms) {
+        teardown(c, cj, TD_STARTUP, "replicas not all Running within "
+                 "spec.startupTimeoutSeconds");
+        continue;
+      }
+      if (*next_ms < 0 || at < *next_ms)
+        *next_ms = at;
+    }
+  }
+}

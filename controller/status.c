@@ -1,0 +1,543 @@
+/* controller/status.c - what gpuq tells users: GpuJob status (the status
+ * subresource), events, TeamQuota status, and the gauges of /metrics.
+ *
+ * Writes are coalesced: the status gpuq wants is compared with the one the
+ * informer last saw, and only the fields that differ are sent as a JSON
+ * merge patch (RFC 7386); one write per job is in flight at a time, and a
+ * change made meanwhile is sent when it returns. Queue positions of the
+ * first GQ_CTL_POSITIONS_NOW jobs of each team are kept current at every
+ * pass; the rest are refreshed by a bounded background sweep.
+ */
+#include "controller/ctl_int.h"
+
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SWEEP_MAX 500 /* positions refreshed per sweep */
+
+static const struct gq_lc lc = {"controller", "status", NULL};
+
+void status_set(struct cjob *cj, const char *reason, const char *fmt, ...)
+{
+  va_list ap;
+  char buf[1024];
+
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  snprintf(cj->reason, sizeof(cj->reason), "%s", reason);
+  if (!cj->message || strcmp(cj->message, buf)) {
+    free(cj->message);
+    cj->message = gq_xstrdup(buf);
+  }
+}
+
+static json_t *time_json(int64_t ms)
+{
+  char buf[64];
+
+  if (ms <= 0 || gq_time_format(ms, buf, sizeof(buf)) < 0)
+    return json_null();
+  return json_string(buf);
+}
+
+/* One metav1.Condition, keeping its lastTransitionTime when its status is
+ * unchanged (Kubernetes API conventions: conditions). */
+static void condition(json_t *list, const json_t *cur, const char *type,
+                      int on, const char *reason, const char *msg,
+                      int64_t gen)
+{
+  const json_t *old = NULL, *e;
+  size_t i;
+  json_t *cnd;
+  const char *st = on ? "True" : "False";
+
+  json_array_foreach(cur, i, e) {
+    if (!strcmp(json_string_value(json_object_get(e, "type")) ?: "", type))
+      old = e;
+  }
+  cnd = json_pack("{s:s,s:s,s:s,s:s,s:I}", "type", type, "status", st,
+                  "reason", reason, "message", msg, "observedGeneration",
+                  (json_int_t)gen);
+  if (old &&
+      !strcmp(json_string_value(json_object_get(old, "status")) ?: "", st))
+    json_object_set(cnd, "lastTransitionTime",
+                    json_object_get(old, "lastTransitionTime"));
+  else
+    json_object_set_new(cnd, "lastTransitionTime",
+                        time_json(gq_clock_now_ms()));
+  json_array_append_new(list, cnd);
+}
+
+static json_t *desired(const struct cjob *cj, const json_t *obj)
+{
+  const json_t *cur = json_object_get(obj, "status");
+  const json_t *curc = json_object_get(cur, "conditions");
+  int64_t gen = json_integer_value(
+      json_object_get(json_object_get(obj, "metadata"), "generation"));
+  json_t *s = json_object(), *nodes, *conds = json_array();
+  const char *ph = gq_job_phase_name(cj->phase);
+  int admitted = cj->phase == GQ_PHASE_ADMITTED ||
+                 cj->phase == GQ_PHASE_RUNNING ||
+                 cj->phase == GQ_PHASE_PREEMPTING;
+
+  json_object_set_new(s, "phase", *ph ? json_string(ph) : json_null());
+  json_object_set_new(s, "reason", json_string(cj->reason));
+  json_object_set_new(s, "message", json_string(cj->message ? cj->message : ""));
+  json_object_set_new(s, "gpus", json_integer(cj->gpus));
+  json_object_set_new(s, "queuePosition", cj->position > 0
+                                              ? json_integer(cj->position)
+                                              : json_null());
+  json_object_set_new(s, "estimatedStartTime",
+                      cj->phase == GQ_PHASE_QUEUED ? time_json(cj->eta_ms)
+                                                   : json_null());
+  json_object_set_new(s, "queuedAt", time_json(cj->queued_ms));
+  json_object_set_new(s, "admittedAt", time_json(cj->admitted_ms));
+  json_object_set_new(s, "startTime", time_json(cj->first_start_ms));
+  json_object_set_new(s, "completionTime",
+                      gq_job_phase_final(cj->phase) ? time_json(cj->completion_ms)
+                                                    : json_null());
+  if (admitted && cj->nodes) {
+    nodes = json_array();
+    for (int32_t i = 0; i < cj->replicas; i++)
+      json_array_append_new(nodes, json_string(cj->nodes[i]));
+    json_object_set_new(s, "nodes", nodes);
+  } else if (!admitted) {
+    json_object_set_new(s, "nodes", json_null());
+  }
+  json_object_set_new(s, "attempts", json_integer(cj->attempt));
+  json_object_set_new(s, "failedAttempts", json_integer(cj->failures));
+  json_object_set_new(s, "preemptions", json_integer(cj->preemptions));
+  json_object_set_new(s, "observedGeneration", json_integer(gen));
+  condition(conds, curc, "Admitted", admitted || cj->running,
+            admitted ? "Admitted" : cj->reason[0] ? cj->reason : "Pending",
+            admitted ? "the job holds its GPUs" : "the job holds no GPUs", gen);
+  condition(conds, curc, "Running", cj->running,
+            cj->running ? "Running" : "NotRunning",
+            cj->running ? "every replica is running" : "not every replica is running", gen);
+  condition(conds, curc, "Finished", gq_job_phase_final(cj->phase),
+            gq_job_phase_final(cj->phase) ? cj->reason : "NotFinished",
+            gq_job_phase_final(cj->phase) && cj->message ? cj->message : "",
+            gen);
+  json_object_set_new(s, "conditions", conds);
+  return s;
+}
+
+/* The merge patch that turns cur into want (top-level fields). */
+static json_t *diff(const json_t *cur, json_t *want)
+{
+  json_t *patch = json_object(), *v;
+  const char *k;
+
+  json_object_foreach(want, k, v) {
+    const json_t *o = json_object_get(cur, k);
+
+    if (json_is_null(v) ? o != NULL : !json_equal(o, v))
+      json_object_set(patch, k, v);
+  }
+  return patch;
+}
+
+struct status_ctx {
+  struct ctl *c;
+  char *uid;
+};
+
+static void status_done(int rc, const struct gq_k8s_status *st,
+                        const json_t *obj, void *arg)
+{
+  struct status_ctx *x = arg;
+  struct cjob *cj = ctl_job(x->c, x->uid);
+
+  (void)obj;
+  ctl_write_end(x->c);
+  if (rc != 0 && rc != GQ_ENOTFOUND)
+    ctl_api_error(x->c, "patch", "gpujob status", rc, st);
+  if (cj) {
+    cj->status_inflight = 0;
+    if (cj->status_again || (rc != 0 && rc != GQ_ENOTFOUND)) {
+      cj->status_again = 0;
+      status_flush(x->c, cj);
+    }
+  }
+  free(x->uid);
+  free(x);
+}
+
+void status_flush(struct ctl *c, struct cjob *cj)
+{
+  const json_t *obj = ctl_job_json(c, cj);
+  json_t *want, *patch, *body;
+  struct status_ctx *x;
+  char path[700];
+
+  if (!obj || !ctl_acting(c))
+    return;
+  if (cj->status_inflight) {
+    cj->status_again = 1;
+    return;
+  }
+  want = desired(cj, obj);
+  patch = diff(json_object_get(obj, "status"), want);
+  json_decref(want);
+  if (json_object_size(patch) == 0) {
+    json_decref(patch);
+    return;
+  }
+  body = json_pack("{s:o}", "status", patch);
+  snprintf(path, sizeof(path), "/apis/%s/%s/namespaces/%s/gpujobs/%s/status",
+           GQ_GROUP, GQ_VERSION, cj->ns, cj->name);
+  x = gq_xcalloc(1, sizeof(*x));
+  x->c = c;
+  x->uid = gq_xstrdup(cj->uid);
+  cj->status_inflight = 1;
+  ctl_write_begin(c);
+  if (gq_kclient_patch(c->kc, path, "merge", body, status_done, x) != 0) {
+    ctl_write_end(c);
+    cj->status_inflight = 0;
+    free(x->uid);
+    free(x);
+  }
+  json_decref(body);
+}
+
+static void event_done(int rc, const struct gq_k8s_status *st,
+                       const json_t *obj, void *arg)
+{
+  struct ctl *c = arg;
+
+  (void)obj;
+  ctl_write_end(c);
+  if (rc != 0)
+    ctl_api_error(c, "create", "event", rc, st);
+}
+
+void status_event(struct ctl *c, struct cjob *cj, const char *type,
+                  const char *reason, const char *fmt, ...)
+{
+  const json_t *obj = ctl_job_json(c, cj);
+  char buf[1024];
+  va_list ap;
+
+  if (!obj || !ctl_acting(c))
+    return;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  ctl_write_begin(c);
+  if (gq_kclient_event(c->kc, obj, type, reason, buf, GQ_CTL_COMPONENT,
+                       event_done, c) != 0)
+    ctl_write_end(c);
+}
+
+/* ---- finalizer (metadata; a JSON patch guarded by a test op) ---------- */
+
+static void fin_done(int rc, const struct gq_k8s_status *st, const json_t *obj,
+                     void *arg)
+{
+  struct ctl *c = arg;
+
+  (void)obj;
+  ctl_write_end(c);
+  if (rc != 0 && rc != GQ_ENOTFOUND && rc != GQ_ECONFLICT &&
+      rc != GQ_EINVAL)
+    ctl_api_error(c, "patch", "gpujob finalizers", rc, st);
+}
+
+void status_finalizer(struct ctl *c, struct cjob *cj, const json_t *obj,
+                      int add)
+{
+  const json_t *fin =
+      json_object_get(json_object_get(obj, "metadata"), "finalizers");
+  json_t *list = json_array(), *patch, *e;
+  size_t i;
+  int has = 0;
+  char path[700];
+
+  json_array_foreach(fin, i, e) {
+    if (!strcmp(json_string_value(e) ?: "", GQ_FINALIZER))
+      has = 1;
+    else
+      json_array_append(list, e);
+  }
+  if (has == add || !ctl_acting(c)) {
+    json_decref(list);
+    return;
+  }
+  if (add)
+    json_array_append_new(list, json_string(GQ_FINALIZER));
+  /* test the list we read, so that a concurrent change is not lost (the
+   * server answers 422/409 and the next reconcile tries again) */
+  patch = json_pack("[{s:s,s:s,s:O},{s:s,s:s,s:o}]", "op", "test", "path",
+                    "/metadata/finalizers", "value",
+                    fin ? (json_t *)fin : json_null(), "op",
+                    fin ? "replace" : "add", "path", "/metadata/finalizers",
+                    "value", list);
+  if (!fin) /* no list yet: a test of a missing member would fail */
+    json_array_remove(patch, 0);
+  snprintf(path, sizeof(path), "/apis/%s/%s/namespaces/%s/gpujobs/%s",
+           GQ_GROUP, GQ_VERSION, cj->ns, cj->name);
+  ctl_write_begin(c);
+  if (gq_kclient_patch(c->kc, path, "json", patch, fin_done, c) != 0)
+    ctl_write_end(c);
+  json_decref(patch);
+}
+
+/* ---- queue positions -------------------------------------------------- */
+
+void status_positions(struct ctl *c, struct cteam *t, size_t upto)
+{
+  for (size_t i = 0; i < t->n && i < upto; i++) {
+    struct cjob *cj = t->q[i];
+
+    if (cj->position != (int64_t)i + 1) {
+      cj->position = (int64_t)i + 1;
+      status_flush(c, cj);
+    }
+  }
+}
+
+/* Refreshes up to SWEEP_MAX positions beyond the first ones, resuming
+ * where the last sweep stopped (over all teams, in name order of the
+ * hash's iteration). */
+void status_sweep(struct ctl *c)
+{
+  struct cteam *t, *tt;
+  size_t seen = 0, done = 0, start = c->sweep_cursor;
+
+  HASH_ITER(hh, c->teams, t, tt) {
+    for (size_t i = GQ_CTL_POSITIONS_NOW; i < t->n; i++, seen++) {
+      struct cjob *cj = t->q[i];
+
+      if (seen < start)
+        continue;
+      if (done++ >= SWEEP_MAX) {
+        c->sweep_cursor = seen;
+        return;
+      }
+      if (cj->position != (int64_t)i + 1) {
+        cj->position = (int64_t)i + 1;
+        status_flush(c, cj);
+      }
+    }
+  }
+  c->sweep_cursor = 0;
+}
+
+/* ---- TeamQuota status (DESIGN §2) ------------------------------------- */
+
+static int64_t team_use(const struct cteam *t, const char *key)
+{
+  for (size_t i = 0; i < t->n_use; i++)
+    if (!strcmp(t->use[i].key, key))
+      return t->use[i].gpus;
+  return 0;
+}
+
+/* One line's cohort numbers: every team of the cohort with its use of that
+ * (flavor, resource) and its limits (0 for teams without the line). */
+static void line_cohort(struct ctl *c, const struct gq_teamquota *q,
+                        const struct gq_quota_res *r, struct gq_qteam **qt,
+                        size_t *n, size_t *self)
+{
+  struct cteam *t, *tt;
+  char key[GQ_FLAVOR_KEY_MAX];
+
+  gq_assign_flavor_key(r->resource, r->flavor, key, sizeof(key));
+  *n = 0;
+  *qt = NULL;
+  HASH_ITER(hh, c->teams, t, tt) {
+    const struct gq_teamquota *o = ctl_quota(c, t->name);
+    const struct gq_quota_res *or;
+    struct gq_qteam *e;
+
+    if (!o || (o != q && (!q->cohort || !o->cohort ||
+                          strcmp(q->cohort, o->cohort))))
+      continue;
+    *qt = gq_xrealloc(*qt, (*n + 1) * sizeof(**qt));
+    e = &(*qt)[*n];
+    memset(e, 0, sizeof(*e));
+    e->name = t->name;
+    e->weight = o->weight;
+    or = NULL;
+    for (size_t i = 0; i < o->n_res; i++)
+      if (!strcmp(o->res[i].flavor, r->flavor) &&
+          !strcmp(o->res[i].resource, r->resource))
+        or = &o->res[i];
+    e->nominal = or ? or->nominal : 0;
+    e->borrow_limit = or ? or->borrow_limit : 0;
+    e->lend_limit = or ? or->lend_limit : 0;
+    e->used = team_use(t, key);
+    if (o == q)
+      *self = *n;
+    (*n)++;
+  }
+}
+
+static void quota_done(int rc, const struct gq_k8s_status *st,
+                       const json_t *obj, void *arg)
+{
+  struct ctl *c = arg;
+
+  (void)obj;
+  ctl_write_end(c);
+  if (rc != 0 && rc != GQ_ENOTFOUND)
+    ctl_api_error(c, "patch", "teamquota status", rc, st);
+}
+
+static void quota_status(const json_t *obj, void *typed, void *arg)
+{
+  struct ctl *c = arg;
+  const struct gq_teamquota *q = typed;
+  const json_t *cur = json_object_get(obj, "status");
+  const char *name =
+      json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+  int64_t gen = json_integer_value(
+      json_object_get(json_object_get(obj, "metadata"), "generation"));
+  json_t *want = json_object(), *conds = json_array(), *patch, *body;
+  char err[GQ_DEC_MSG_MAX], path[400];
+
+  if (!name)
+    return;
+  if (!q) {
+    struct gq_teamquota tmp;
+
+    if (gq_teamquota_decode(obj, &tmp, err, sizeof(err)) == 0) {
+      gq_teamquota_release(&tmp);
+      snprintf(err, sizeof(err), "decoding");
+    }
+    condition(conds, json_object_get(cur, "conditions"), "Valid", 0,
+              "InvalidSpec", err, gen);
+  } else {
+    struct cteam *t = ctl_team(c, name);
+    json_t *flavors = json_array();
+    int64_t used = 0, borrowed = 0, lent = 0, nominal = 0;
+
+    for (size_t i = 0; i < q->n_res; i++) {
+      const struct gq_quota_res *r = &q->res[i];
+      struct gq_qteam *qt;
+      size_t n, self = 0;
+      struct gq_qcohort qc;
+      int64_t u, b, l, pend = 0;
+      char key[GQ_FLAVOR_KEY_MAX];
+
+      line_cohort(c, q, r, &qt, &n, &self);
+      qc = (struct gq_qcohort){qt, n, q->cohort != NULL};
+      u = qt[self].used;
+      b = gq_quota_borrowed(&qt[self]);
+      l = gq_quota_lent(&qc, self);
+      gq_assign_flavor_key(r->resource, r->flavor, key, sizeof(key));
+      if (i == 0)
+        pend = t->pending_gpus;
+      json_array_append_new(flavors, json_pack(
+          "{s:s,s:s,s:I,s:I,s:I,s:I,s:I}", "flavor", r->flavor, "resource",
+          r->resource, "nominal", (json_int_t)r->nominal, "used",
+          (json_int_t)u, "borrowed", (json_int_t)b, "lent", (json_int_t)l,
+          "pending", (json_int_t)pend));
+      used += u;
+      borrowed += b;
+      lent += l;
+      nominal += r->nominal;
+      free(qt);
+    }
+    json_object_set_new(want, "usedGPUs", json_integer(used));
+    json_object_set_new(want, "borrowedGPUs", json_integer(borrowed));
+    json_object_set_new(want, "lentGPUs", json_integer(lent));
+    json_object_set_new(want, "nominalGPUs", json_integer(nominal));
+    json_object_set_new(want, "pendingJobs", json_integer((json_int_t)t->n));
+    json_object_set_new(want, "runningJobs",
+                        json_integer(t->admitted_jobs));
+    json_object_set_new(want, "flavors", flavors);
+    condition(conds, json_object_get(cur, "conditions"), "Valid", 1, "Valid",
+              "the TeamQuota is valid", gen);
+  }
+  json_object_set_new(want, "conditions", conds);
+  json_object_set_new(want, "observedGeneration", json_integer(gen));
+  patch = diff(cur, want);
+  json_decref(want);
+  if (json_object_size(patch) == 0) {
+    json_decref(patch);
+    return;
+  }
+  body = json_pack("{s:o}", "status", patch);
+  snprintf(path, sizeof(path), "/apis/%s/%s/teamquotas/%s/status", GQ_GROUP,
+           GQ_VERSION, name);
+  ctl_write_begin(c);
+  if (gq_kclient_patch(c->kc, path, "merge", body, quota_done, c) != 0)
+    ctl_write_end(c);
+  json_decref(body);
+}
+
+void status_quotas(struct ctl *c)
+{
+  if (ctl_acting(c))
+    gq_informer_foreach(c->inf_quotas, quota_status, c);
+}
+
+/* ---- gauges ------------------------------------------------------------ */
+
+struct node_walk {
+  struct ctl *c;
+  int64_t lost;
+};
+
+static void node_gauge(const json_t *obj, void *typed, void *arg)
+{
+  struct node_walk *w = arg;
+  const struct gq_node *n = typed;
+  int64_t cap, alloc;
+
+  (void)obj;
+  if (!n || !n->ready)
+    return;
+  cap = gq_node_capacity(n, GQ_DEFAULT_GPU_RESOURCE);
+  alloc = gq_node_allocatable(n, GQ_DEFAULT_GPU_RESOURCE);
+  if (cap > 0 && alloc < cap)
+    w->lost++;
+}
+
+void status_metrics(struct ctl *c)
+{
+  struct cteam *t, *tt;
+  struct node_walk w = {c, 0};
+
+  gq_metric_reset(c->m_pending);
+  gq_metric_reset(c->m_admitted_gpus);
+  gq_metric_reset(c->m_nominal);
+  gq_metric_reset(c->m_borrowed);
+  HASH_ITER(hh, c->teams, t, tt) {
+    const struct gq_teamquota *q = ctl_quota(c, t->name);
+    const char *l1[] = {t->name};
+
+    gq_metric_set(c->m_pending, l1, (double)t->n);
+    for (size_t i = 0; i < t->n_use; i++) {
+      const char *l2[] = {t->name, t->use[i].key};
+
+      gq_metric_set(c->m_admitted_gpus, l2, (double)t->use[i].gpus);
+    }
+    for (size_t i = 0; q && i < q->n_res; i++) {
+      char key[GQ_FLAVOR_KEY_MAX];
+      const char *l2[] = {t->name, key};
+      int64_t u;
+
+      gq_assign_flavor_key(q->res[i].resource, q->res[i].flavor, key,
+                           sizeof(key));
+      u = team_use(t, key);
+      gq_metric_set(c->m_nominal, l2, (double)q->res[i].nominal);
+      gq_metric_set(c->m_borrowed, l2,
+                    (double)(u > q->res[i].nominal ? u - q->res[i].nominal
+                                                   : 0));
+    }
+  }
+  gq_metric_set(c->m_frag, NULL, (double)c->frag_gpus);
+  gq_informer_foreach(c->inf_nodes, node_gauge, &w);
+  gq_metric_set(c->m_lost_nodes, NULL, (double)w.lost);
+  (void)lc;
+}

@@ -1,0 +1,182 @@
+/* gpuq-controller end to end, the basics (issue 7): against gpuq-sim and a
+ * private redis-server, a job is queued, admitted, run and finished; quota
+ * holds the second job back until the first ends; deleting a queued job
+ * removes it at once and deleting a running one removes its pods first
+ * (finalizer). Every wait is for a condition, with a deadline.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "tests/support/fixture.h"
+#include "tests/support/proc.h"
+#include "tests/support/redis.h"
+
+static struct gq_test_sim sim;
+static struct gq_test_redis redis;
+static struct gq_test_ctl ctl;
+
+#define WAIT_MS 30000
+#define NS "/apis/gpuq.dev/v1alpha1/namespaces/team-a/gpujobs"
+
+static int setup(void **state)
+{
+  static const char *const args[] = {"--cluster", "clusters/mixed.yaml",
+                                     "--time-scale", "10", "--time-epoch",
+                                     "1800000000", NULL};
+  static const char *const cargs[] = {"--time-scale", "10", "--time-epoch",
+                                      "1800000000", NULL};
+  (void)state;
+  if (gq_test_redis_start(&redis, NULL) != 0 ||
+      gq_test_sim_start(&sim, args) != 0)
+    return -1;
+  json_decref(gq_test_sim_call(&sim, "POST", "/api/v1/namespaces",
+      "{\"metadata\":{\"name\":\"team-a\"}}", 201));
+  json_decref(gq_test_sim_call(&sim, "POST",
+      "/apis/gpuq.dev/v1alpha1/teamquotas",
+      "{\"apiVersion\":\"gpuq.dev/v1alpha1\",\"kind\":\"TeamQuota\","
+      "\"metadata\":{\"name\":\"team-a\"},\"spec\":{\"namespaces\":"
+      "[\"team-a\"],\"resources\":[{\"flavor\":\"*\",\"nominal\":8}]}}", 201));
+  return gq_test_ctl_start(&ctl, &sim, redis.url, 1, cargs);
+}
+
+static int teardown(void **state)
+{
+  int rc = 0;
+
+  (void)state;
+  rc |= gq_test_ctl_stop(&ctl) != 0;
+  rc |= gq_test_sim_stop(&sim) != 0;
+  gq_test_redis_stop(&redis);
+  return rc ? -1 : 0;
+}
+
+/* Creates job 'name' in team-a with 'gpus' GPUs running run_s virtual
+ * seconds (0: until deleted). */
+static void create_job(const char *name, int gpus, int run_s)
+{
+  char body[1024], ann[128] = "";
+
+  if (run_s > 0)
+    snprintf(ann, sizeof(ann), "\"metadata\":{\"annotations\":"
+             "{\"sim.gpuq.dev/run-seconds\":\"%d\"}},", run_s);
+  snprintf(body, sizeof(body),
+           "{\"apiVersion\":\"gpuq.dev/v1alpha1\",\"kind\":\"GpuJob\","
+           "\"metadata\":{\"name\":\"%s\",\"namespace\":\"team-a\"},"
+           "\"spec\":{\"team\":\"team-a\",\"gpusPerReplica\":%d,"
+           "\"expectedDurationSeconds\":%d,\"template\":{%s\"spec\":"
+           "{\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}",
+           name, gpus, run_s > 0 ? run_s : 3600, ann);
+  json_decref(gq_test_sim_call(&sim, "POST", NS, body, 201));
+}
+
+static int wait_phase(const char *name, const char *phase)
+{
+  char path[256];
+
+  snprintf(path, sizeof(path), NS "/%s", name);
+  return gq_test_wait_field(&sim, path, "status.phase", phase, WAIT_MS);
+}
+
+static long count_pods(const char *job)
+{
+  char path[256];
+  json_t *l;
+  long n;
+
+  snprintf(path, sizeof(path),
+           "/api/v1/namespaces/team-a/pods?labelSelector=gpuq.dev/job%%3D%s",
+           job);
+  l = gq_test_sim_call(&sim, "GET", path, NULL, 200);
+  n = (long)json_array_size(json_object_get(l, "items"));
+  json_decref(l);
+  return n;
+}
+
+/* A job runs to Succeeded; a second one that does not fit the quota next
+ * to it waits, with the quota reason, and runs after it. */
+static void test_admit_run_finish(void **state)
+{
+  json_t *j;
+
+  (void)state;
+  create_job("first", 8, 30);
+  assert_true(wait_phase("first", "Running"));
+  create_job("second", 4, 20);
+  assert_true(wait_phase("second", "Queued"));
+  j = gq_test_sim_call(&sim, "GET", NS "/second", NULL, 200);
+  assert_string_equal(json_string_value(json_object_get(
+                          json_object_get(j, "status"), "reason")),
+                      "WaitingForQuota");
+  assert_int_equal(json_integer_value(json_object_get(
+                       json_object_get(j, "status"), "queuePosition")), 1);
+  json_decref(j);
+  assert_true(wait_phase("first", "Succeeded"));
+  assert_true(wait_phase("second", "Succeeded"));
+  j = gq_test_sim_call(&sim, "GET", NS "/first", NULL, 200);
+  assert_int_equal(json_integer_value(json_object_get(
+                       json_object_get(j, "status"), "attempts")), 1);
+  json_decref(j);
+}
+
+/* Deleting a queued job: gone at once. Deleting a running one: its pods
+ * go first, then the job (finalizer), and its GPUs are free again. */
+static void test_delete(void **state)
+{
+  char url[512], *resp = NULL;
+  int st = 0;
+
+  (void)state;
+  create_job("runner", 8, 0);
+  assert_true(wait_phase("runner", "Running"));
+  create_job("waiter", 8, 0);
+  assert_true(wait_phase("waiter", "Queued"));
+  json_decref(gq_test_sim_call(&sim, "DELETE", NS "/waiter", NULL, 200));
+  json_decref(gq_test_sim_call(&sim, "DELETE", NS "/runner", NULL, 200));
+  snprintf(url, sizeof(url), "%s" NS "/runner", sim.url);
+  for (int t = 0; t < WAIT_MS; t += 50) {
+    st = gq_test_http("GET", url, NULL, NULL, NULL, &resp);
+    free(resp);
+    resp = NULL;
+    if (st == 404)
+      break;
+    gq_test_sleep_ms(50);
+  }
+  assert_int_equal(st, 404);
+  for (int t = 0; t < WAIT_MS && count_pods("runner") > 0; t += 50)
+    gq_test_sleep_ms(50);
+  assert_int_equal(count_pods("runner"), 0);
+  assert_int_equal(count_pods("waiter"), 0);
+  create_job("after", 8, 10);
+  assert_true(wait_phase("after", "Succeeded"));
+}
+
+static void test_no_violations(void **state)
+{
+  json_t *r;
+
+  (void)state;
+  r = gq_test_sim_call(&sim, "GET", "/sim/v1/report", NULL, 200);
+  assert_int_equal(json_integer_value(json_object_get(r,
+                       "invariant_violations")), 0);
+  assert_int_equal(json_integer_value(json_object_get(r,
+                       "placement_misses")), 0);
+  json_decref(r);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_admit_run_finish),
+      cmocka_unit_test(test_delete),
+      cmocka_unit_test(test_no_violations),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
