@@ -301,13 +301,27 @@ static void pod_add(const json_t *o, void *arg)
   jobs_pod_seen(arg, o, 1);
   pod_mark(o, arg);
 }
+static int pod_terminal(const json_t *o)
+{
+  const char *ph = json_string_value(
+      json_object_get(json_object_get(o, "status"), "phase"));
+
+  return ph && (!strcmp(ph, "Succeeded") || !strcmp(ph, "Failed"));
+}
 static void pod_update(const json_t *old, const json_t *o, void *arg)
 {
-  (void)old;
+  struct ctl *c = arg;
+
+  if (!pod_terminal(old) && pod_terminal(o))
+    c->freed_ms = gq_clock_mono_ms(); /* capacity freed: the clock starts */
   pod_add(o, arg);
 }
 static void pod_del(const json_t *o, void *arg)
 {
+  struct ctl *c = arg;
+
+  if (!pod_terminal(o))
+    c->freed_ms = gq_clock_mono_ms();
   jobs_pod_seen(arg, o, 0);
   pod_mark(o, arg);
 }
@@ -556,6 +570,21 @@ static void tick(uv_timer_t *tm)
   ctl_schedule_pass(c);
 }
 
+/* The periodic ledger audit (DESIGN §4): each idle cohort is compared with
+ * the objects again; the rebuild exports the drift and repairs it. */
+static void audit(uv_timer_t *tm)
+{
+  struct ctl *c = tm->data;
+  struct ccohort *k, *tmp;
+
+  if (!ctl_acting(c))
+    return;
+  HASH_ITER(hh, c->cohorts, k, tmp)
+    if (k->rebuilt && !k->inflight && !k->rebuilding)
+      k->rebuilt = 0;
+  ctl_schedule_pass(c);
+}
+
 static void sweep(uv_timer_t *tm)
 {
   struct ctl *c = tm->data;
@@ -627,8 +656,9 @@ struct gq_ctl *gq_ctl_new(uv_loop_t *loop, struct gq_kclient *kc,
   uv_timer_init(loop, &c->tick_timer);
   uv_timer_init(loop, &c->sweep_timer);
   uv_timer_init(loop, &c->stop_timer);
+  uv_timer_init(loop, &c->audit_timer);
   c->pass_timer.data = c->tick_timer.data = c->sweep_timer.data =
-      c->stop_timer.data = c;
+      c->stop_timer.data = c->audit_timer.data = c;
 
   m = c->metrics = o->metrics;
   c->m_pending = gq_metrics_gauge(m, "gpuq_pending_jobs",
@@ -662,6 +692,10 @@ struct gq_ctl *gq_ctl_new(uv_loop_t *loop, struct gq_kclient *kc,
       "Free GPUs that no queued job can use (fragmentation).", 0, NULL);
   c->m_lost_nodes = gq_metrics_gauge(m, "gpuq_nodes_gpus_below_capacity",
       "Ready nodes whose allocatable GPUs are below capacity.", 0, NULL);
+  c->m_freed_to_create = gq_metrics_histogram(m,
+      "gpuq_freed_to_create_seconds", "Time from a pod freeing capacity "
+      "(finished or gone) to the next pod create gpuq sends (real seconds).",
+      0, NULL, lat_buckets, sizeof(lat_buckets) / sizeof(lat_buckets[0]));
   c->m_passes = gq_metrics_counter(m, "gpuq_admission_passes_total",
       "Admission passes run.", 0, NULL);
   return (struct gq_ctl *)c;
@@ -706,6 +740,8 @@ void gq_ctl_start(struct gq_ctl *gc)
   io.path = "/apis/policy/v1/poddisruptionbudgets";
   c->inf_pdbs = gq_informer_start(c->kc, &io, &hd, c);
   uv_timer_start(&c->tick_timer, tick, 500, 500);
+  uv_timer_start(&c->audit_timer, audit, (uint64_t)c->o.audit_s * 1000,
+                 (uint64_t)c->o.audit_s * 1000);
   uv_timer_start(&c->sweep_timer, sweep, (uint64_t)c->o.sweep_ms,
                  (uint64_t)c->o.sweep_ms);
   if (c->o.leader_elect) {
@@ -780,11 +816,13 @@ static void free_all(struct ctl *c)
   free(c);
 }
 
+/* Frees the controller once its last timer has closed (libuv runs close
+ * callbacks in no order a caller may rely on). */
 static void closed(uv_handle_t *h)
 {
   struct ctl *c = h->data;
 
-  if (h == (uv_handle_t *)&c->stop_timer) {
+  if (--c->closing == 0) {
     void (*done)(void *) = c->on_stopped;
     void *arg = c->stopped_arg;
 
@@ -803,9 +841,11 @@ static void finish_stop(struct ctl *c)
   gq_informer_stop(c->inf_pcs);
   gq_informer_stop(c->inf_pdbs);
   gq_rq_close(c->rq);
+  c->closing = 5;
   uv_close((uv_handle_t *)&c->pass_timer, closed);
   uv_close((uv_handle_t *)&c->tick_timer, closed);
   uv_close((uv_handle_t *)&c->sweep_timer, closed);
+  uv_close((uv_handle_t *)&c->audit_timer, closed);
   uv_close((uv_handle_t *)&c->stop_timer, closed);
 }
 
@@ -841,6 +881,7 @@ void gq_ctl_stop(struct gq_ctl *gc, void (*done)(void *arg), void *arg)
   uv_timer_stop(&c->pass_timer);
   uv_timer_stop(&c->tick_timer);
   uv_timer_stop(&c->sweep_timer);
+  uv_timer_stop(&c->audit_timer);
   c->next_tick_ms = gq_clock_mono_ms(); /* reused: when the stop began */
   uv_timer_start(&c->stop_timer, stop_wait, 0, 20);
 }

@@ -152,7 +152,7 @@ struct ctl {
   int pass_scheduled;
   int64_t next_tick_ms;
   unsigned inflight;         /* API and Redis writes in flight */
-  uv_timer_t pass_timer, tick_timer, sweep_timer, stop_timer;
+  uv_timer_t pass_timer, tick_timer, sweep_timer, stop_timer, audit_timer;
   size_t sweep_cursor;
   void (*on_stopped)(void *arg);
   void *stopped_arg;
@@ -161,6 +161,10 @@ struct ctl {
       *m_wait, *m_adm_latency, *m_gpu_seconds, *m_api_errors, *m_redis_errors,
       *m_drift, *m_frag, *m_lost_nodes, *m_admissions, *m_passes;
   int64_t frag_gpus;
+  int64_t freed_ms;
+  int closing;               /* timers still closing at stop */
+  int64_t tick_ms;           /* virtual ms of the last deadline tick */          /* real ms when a pod last freed resources */
+  struct gq_metric *m_freed_to_create;
   int tick_due;
 };
 

@@ -623,6 +623,11 @@ void jobs_create_pods(struct ctl *c, struct cjob *cj)
     json_decref(svc);
   }
   cj->creates_left = j->replicas;
+  if (c->freed_ms) {
+    gq_metric_observe(c->m_freed_to_create, NULL,
+                      (double)(gq_clock_mono_ms() - c->freed_ms) / 1000.0);
+    c->freed_ms = 0;
+  }
   for (int32_t r = 0; r < j->replicas; r++) {
     const struct gq_node *n = gq_informer_typed(c->inf_nodes, cj->nodes[r]);
     struct create_ctx *x;
@@ -947,10 +952,16 @@ void jobs_reconcile(struct ctl *c, struct cjob *cj)
       if (!*cj->reason || !strcmp(cj->reason, "UnknownTeam") ||
           !strcmp(cj->reason, "Suspended"))
         status_set(cj, "Queued", "waiting in team '%s''s queue", cj->team);
-      if (first)
-        status_event(c, cj, "Normal", "Queued", "queued in team '%s'",
-                     cj->team);
+      /* a job requeued after running gets an event; a new one does not:
+       * 100k submissions must not make 100k events (its status says it) */
+      if (first && cj->attempt > 0)
+        status_event(c, cj, "Normal", "Requeued", "back in team '%s''s "
+                     "queue at its original place", cj->team);
     }
+    /* a queued job's status is written by the pass (the first positions
+     * of its team) or by the background sweep, not here: coalesced */
+    if (cj->state == CJ_QUEUED)
+      return;
   }
   status_flush(c, cj);
 }
@@ -959,11 +970,18 @@ void jobs_reconcile(struct ctl *c, struct cjob *cj)
 void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms)
 {
   struct cjob *cj, *tmp;
+  int64_t dt = c->tick_ms && now_ms > c->tick_ms ? now_ms - c->tick_ms : 0;
 
+  c->tick_ms = now_ms;
   HASH_ITER(hh, c->jobs, cj, tmp) {
     const struct gq_gpujob *j;
     int64_t at;
 
+    if (cj->has_adm && dt) { /* GPU-seconds allocated, for cost reports */
+      const char *l[] = {cj->team, cj->flavor};
+
+      gq_metric_add(c->m_gpu_seconds, l, (double)(cj->gpus * dt) / 1000.0);
+    }
     if (cj->state != CJ_ACTIVE)
       continue;
     j = ctl_job_spec(c, cj);
