@@ -803,7 +803,7 @@ static void free_all(struct ctl *c)
     HASH_DEL(c->assumed, a);
     free(a->key);
     free(a->node);
-    gq_place_replica_release(&a->req);
+    jobs_assumed_release(&a->req);
     free(a);
   }
   free((char *)c->o.redis_url);

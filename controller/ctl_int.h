@@ -191,6 +191,8 @@ void jobs_use(struct ctl *c, struct cjob *cj, int sign);
 void jobs_create_pods(struct ctl *c, struct cjob *cj);
 void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms);
 void jobs_forget(struct ctl *c, struct cjob *cj);
+/* Frees the owned requests of an assumed pod. */
+void jobs_assumed_release(struct gq_podsched *req);
 void jobs_pod_seen(struct ctl *c, const json_t *pod, int present);
 void jobs_assume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);
 void jobs_unassume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);

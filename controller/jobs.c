@@ -487,7 +487,7 @@ static void forget_assumed(struct ctl *c, const char *key)
   HASH_DEL(c->assumed, a);
   free(a->key);
   free(a->node);
-  gq_place_replica_release(&a->req);
+  jobs_assumed_release(&a->req);
   free(a);
 }
 
@@ -569,6 +569,36 @@ static void service_done(int rc, const struct gq_k8s_status *st,
     ctl_api_error(c, "create", "service", rc, st);
 }
 
+/* The requests of one replica of j, with names owned (an assumption
+ * outlives the job document it was made from: the informer replaces it on
+ * every update). Only the requests are kept; the rest is empty. */
+static void own_request(const struct gq_gpujob *j, struct gq_podsched *out)
+{
+  struct gq_podsched r;
+
+  gq_place_replica_request(j, &r);
+  memset(out, 0, sizeof(*out));
+  out->node_name = "";
+  out->cpu_milli = r.cpu_milli;
+  out->memory_bytes = r.memory_bytes;
+  out->grace_s = r.grace_s;
+  out->n_extended = r.n_extended;
+  out->extended = gq_xcalloc(r.n_extended + 1, sizeof(*out->extended));
+  for (size_t i = 0; i < r.n_extended; i++) {
+    out->extended[i].name = gq_xstrdup(r.extended[i].name);
+    out->extended[i].value = r.extended[i].value;
+  }
+  gq_place_replica_release(&r);
+}
+
+void jobs_assumed_release(struct gq_podsched *req)
+{
+  for (size_t i = 0; i < req->n_extended; i++)
+    free((char *)req->extended[i].name);
+  free(req->extended);
+  memset(req, 0, sizeof(*req));
+}
+
 /* Assumes the pods of cj's current attempt on cj->nodes in the capacity
  * snapshot (client-go's scheduler "assume"), until the pod informer shows
  * them or their creation fails. */
@@ -582,7 +612,7 @@ void jobs_assume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
     gq_podspec_pod_name(j, cj->attempt, r, name, sizeof(name));
     a->key = gq_xasprintf("%s/%s", cj->ns, name);
     a->node = gq_xstrdup(cj->nodes[r]);
-    gq_place_replica_request(j, &a->req);
+    own_request(j, &a->req);
     forget_assumed(c, a->key);
     HASH_ADD_KEYPTR(hh, c->assumed, a->key, strlen(a->key), a);
   }
