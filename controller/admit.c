@@ -119,9 +119,9 @@ static void collect_node(const json_t *obj, void *typed, void *arg)
 {
   struct pass *p = arg;
 
-  (void)obj;
   if (typed)
     p->nodes[p->n_nodes++] = typed;
+  status_node(p->c, obj, typed);
 }
 
 static void snapshot_build(struct pass *p)
@@ -318,7 +318,9 @@ static void use_add(struct cohort_pass *cp, size_t team, const char *key,
     cp->cap_use = cp->cap_use ? 2 * cp->cap_use : 16;
     cp->use = gq_xrealloc(cp->use, cp->cap_use * sizeof(*cp->use));
   }
-  cp->use[cp->n_use++] = (struct gq_ledger_use){team, key, gpus};
+  /* a copy: key may point into a team's use array, which jobs_use()
+   * reallocates when an admission of this pass adds a flavor to it */
+  cp->use[cp->n_use++] = (struct gq_ledger_use){team, gq_xstrdup(key), gpus};
 }
 
 static void reserve(struct pass *p, struct cjob *cj, const struct gq_gpujob *j,
@@ -499,6 +501,8 @@ void admit_pass(struct ctl *c)
     free(cp.teams);
     free(cp.tq);
     free(cp.qt);
+    for (size_t i = 0; i < cp.n_use; i++)
+      free((char *)cp.use[i].flavor);
     free(cp.use);
   }
   HASH_ITER(hh, c->teams, t, tt)

@@ -120,6 +120,12 @@ static struct cjob *job_for(struct ctl *c, const json_t *obj)
     cj->key = gq_xasprintf("%s/%s", cj->ns, cj->name);
     cj->eta_ms = -1;
     cj->expected_s = -1;
+    /* arrival stamp, strictly increasing in watch (= creation) order:
+     * adopt() orders jobs created within one second with it */
+    cj->queued_ms = gq_clock_now_ms();
+    if (cj->queued_ms <= c->last_arrival_ms)
+      cj->queued_ms = c->last_arrival_ms + 1;
+    c->last_arrival_ms = cj->queued_ms;
     HASH_ADD_KEYPTR(hh, c->jobs, cj->uid, strlen(cj->uid), cj);
   }
   return cj;
@@ -799,6 +805,7 @@ static void free_all(struct ctl *c)
     free(k->name);
     free(k);
   }
+  status_free(c);
   HASH_ITER(hh, c->assumed, a, ta) {
     HASH_DEL(c->assumed, a);
     free(a->key);

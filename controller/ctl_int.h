@@ -133,6 +133,12 @@ struct cassumed {
   UT_hash_handle hh;
 };
 
+/* A node reported as having lost GPUs (Ready, allocatable < capacity). */
+struct clost {
+  char *name;
+  UT_hash_handle hh;
+};
+
 struct ctl {
   uv_loop_t *loop;
   struct gq_ctl_opts o;
@@ -148,9 +154,11 @@ struct ctl {
   struct ccohort *cohorts;   /* by name */
   struct cassumed *assumed;  /* by pod key */
   struct cjob *dirty;        /* jobs to reconcile in the next pass */
+  struct clost *lost;        /* nodes reported with lost GPUs */
   int leading, stopping, redis_ready, synced;
   int pass_scheduled;
   int64_t next_tick_ms;
+  int64_t last_arrival_ms;   /* last GpuJob arrival stamp (job_for) */
   unsigned inflight;         /* API and Redis writes in flight */
   uv_timer_t pass_timer, tick_timer, sweep_timer, stop_timer, audit_timer;
   size_t sweep_cursor;
@@ -211,6 +219,8 @@ void status_positions(struct ctl *c, struct cteam *t, size_t upto);
 void status_sweep(struct ctl *c);
 void status_quotas(struct ctl *c);
 void status_metrics(struct ctl *c);
+void status_node(struct ctl *c, const json_t *obj, const struct gq_node *n);
+void status_free(struct ctl *c);
 void status_finalizer(struct ctl *c, struct cjob *cj, const json_t *obj,
                       int add);
 

@@ -697,9 +697,16 @@ void jobs_create_pods(struct ctl *c, struct cjob *cj)
 static void adopt(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
 {
   struct podcount pc;
+  int64_t seen = cj->queued_ms; /* arrival stamp (ctl.c job_for), or 0 */
 
   cj->queued_ms = j->status.queued_ms ? j->status.queued_ms
                                       : j->meta.creation_ms;
+  /* creationTimestamp has whole seconds: within its second, the order the
+   * jobs arrived in (their creation order) decides, not their uids */
+  if (!j->status.queued_ms && cj->queued_ms > 0 && seen > 0)
+    cj->queued_ms = seen < cj->queued_ms         ? cj->queued_ms
+                    : seen > cj->queued_ms + 999 ? cj->queued_ms + 999
+                                                 : seen;
   if (!cj->queued_ms)
     cj->queued_ms = gq_clock_now_ms();
   cj->admitted_ms = j->status.admitted_ms;

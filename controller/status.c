@@ -481,6 +481,72 @@ void status_quotas(struct ctl *c)
     gq_informer_foreach(c->inf_quotas, quota_status, c);
 }
 
+/* ---- nodes that lost GPUs (DESIGN §3: a Ready node whose allocatable
+ * dropped gets nothing new; operators should hear of it) ----------------- */
+
+static void node_event_done(int rc, const struct gq_k8s_status *st,
+                            const json_t *obj, void *arg)
+{
+  struct ctl *c = arg;
+
+  (void)obj;
+  ctl_write_end(c);
+  if (rc != 0)
+    ctl_api_error(c, "create", "event", rc, st);
+}
+
+/* Records a Warning event on a Ready node whose allocatable GPUs are below
+ * its capacity (device plugin gone, a GPU failed) when that starts, and a
+ * Normal one when it ends. n NULL (undecodable node): nothing. */
+void status_node(struct ctl *c, const json_t *obj, const struct gq_node *n)
+{
+  struct clost *l;
+  int64_t cap, alloc;
+  int lost;
+  char msg[256];
+
+  if (!n || !ctl_acting(c))
+    return;
+  cap = gq_node_capacity(n, GQ_DEFAULT_GPU_RESOURCE);
+  alloc = gq_node_allocatable(n, GQ_DEFAULT_GPU_RESOURCE);
+  lost = n->ready && cap > 0 && alloc < cap;
+  HASH_FIND_STR(c->lost, n->meta.name, l);
+  if (lost == (l != NULL))
+    return;
+  if (lost) {
+    l = gq_xcalloc(1, sizeof(*l));
+    l->name = gq_xstrdup(n->meta.name);
+    HASH_ADD_KEYPTR(hh, c->lost, l->name, strlen(l->name), l);
+    snprintf(msg, sizeof(msg), "node is Ready but allocatable %s is %lld of "
+             "capacity %lld (device plugin or GPU failure); gpuq places only "
+             "what fits the allocatable", GQ_DEFAULT_GPU_RESOURCE,
+             (long long)alloc, (long long)cap);
+  } else {
+    HASH_DEL(c->lost, l);
+    free(l->name);
+    free(l);
+    snprintf(msg, sizeof(msg), "allocatable %s is back to capacity (%lld)",
+             GQ_DEFAULT_GPU_RESOURCE, (long long)cap);
+  }
+  GQ_LOG(lost ? GQ_WARN : GQ_INFO, &lc, "node %s: %s", n->meta.name, msg);
+  ctl_write_begin(c);
+  if (gq_kclient_event(c->kc, obj, lost ? "Warning" : "Normal",
+                       lost ? "GPUCapacityLost" : "GPUCapacityRestored", msg,
+                       GQ_CTL_COMPONENT, node_event_done, c) != 0)
+    ctl_write_end(c);
+}
+
+void status_free(struct ctl *c)
+{
+  struct clost *l, *tmp;
+
+  HASH_ITER(hh, c->lost, l, tmp) {
+    HASH_DEL(c->lost, l);
+    free(l->name);
+    free(l);
+  }
+}
+
 /* ---- gauges ------------------------------------------------------------ */
 
 struct node_walk {
@@ -539,5 +605,4 @@ void status_metrics(struct ctl *c)
   gq_metric_set(c->m_frag, NULL, (double)c->frag_gpus);
   gq_informer_foreach(c->inf_nodes, node_gauge, &w);
   gq_metric_set(c->m_lost_nodes, NULL, (double)w.lost);
-  (void)lc;
 }
