@@ -177,8 +177,7 @@ static void rollback(struct ctl *c, struct cjob *cj)
   const struct gq_gpujob *j = ctl_job_spec(c, cj);
 
   jobs_use(c, cj, -1);
-  if (j)
-    jobs_unassume(c, cj, j);
+  jobs_unassume(c, cj, j); /* j NULL: the job is gone, names from cj */
   for (int32_t i = 0; cj->nodes && i < cj->replicas; i++)
     free(cj->nodes[i]);
   free(cj->nodes);

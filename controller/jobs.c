@@ -618,11 +618,21 @@ void jobs_assume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
   }
 }
 
-/* Drops what jobs_assume() assumed (an admission that did not happen). */
+/* Drops what jobs_assume() assumed (an admission that did not happen).
+ * j is NULL when the GpuJob is gone: the pod names then come from cj's
+ * name and uid, as jobs_assume() took them from j. */
 void jobs_unassume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
 {
   char name[GQ_POD_NAME_MAX + 1], key[600];
+  struct gq_gpujob gone;
 
+  if (!j) {
+    memset(&gone, 0, sizeof(gone));
+    gone.meta.name = cj->name;
+    gone.meta.uid = cj->uid;
+    gone.replicas = cj->replicas;
+    j = &gone;
+  }
   for (int32_t r = 0; r < j->replicas; r++) {
     gq_podspec_pod_name(j, cj->attempt, r, name, sizeof(name));
     snprintf(key, sizeof(key), "%s/%s", cj->ns, name);
@@ -898,6 +908,12 @@ void jobs_reconcile(struct ctl *c, struct cjob *cj)
       cj->td = TD_DELETE;
       delete_pods(c, cj);
       return;
+    }
+    if (cj->state == CJ_ADMITTING) {
+      /* gone before Redis answered its admit: what was assumed for its
+       * pods goes now, and the reply (admit.c) finds it done */
+      jobs_unassume(c, cj, j);
+      cj->state = CJ_DONE;
     }
     release(c, cj);
     if (*cj->team && ctl_quota(c, cj->team))
