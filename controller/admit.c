@@ -351,6 +351,31 @@ static void reserve(struct pass *p, struct cjob *cj, const struct gq_gpujob *j,
   free(out);
 }
 
+/* 1 if some line of q for j's resource and products could hold j when the
+ * team uses nothing else: gpus <= nominal + borrowingLimit (no limit in a
+ * cohort: any amount; no cohort: nominal only). DESIGN §2's limits. */
+static int quota_ever(const struct gq_teamquota *q, const struct gq_gpujob *j,
+                      int has_cohort)
+{
+  for (size_t i = 0; i < q->n_res; i++) {
+    const struct gq_quota_res *r = &q->res[i];
+    int ok = !strcmp(r->resource, j->gpu_resource);
+
+    if (ok && j->n_products && strcmp(r->flavor, GQ_FLAVOR_ANY)) {
+      ok = 0;
+      for (size_t k = 0; k < j->n_products; k++)
+        ok |= !strcmp(j->products[k], r->flavor);
+    }
+    if (!ok)
+      continue;
+    if (has_cohort && r->borrow_limit < 0)
+      return 1;
+    if (j->gpus <= r->nominal + (has_cohort ? r->borrow_limit : 0))
+      return 1;
+  }
+  return 0;
+}
+
 static void decide_cohort(struct pass *p, struct ccohort *k,
                           struct cohort_pass *cp)
 {
@@ -421,6 +446,16 @@ static void decide_cohort(struct pass *p, struct ccohort *k,
         stop[ti] = 1;
       }
       status_set(cj, "WaitingForCapacity", "%s", why);
+    } else if (rc == GQ_EQUOTA && !quota_ever(cp->tq[ti], j, qc.has_cohort)) {
+      /* no line could ever hold it: it must not block the jobs behind it */
+      cj->eta_ms = -1;
+      if (a.verdict == GQ_Q_ZERO_QUOTA)
+        status_set(cj, gq_qverdict_reason(a.verdict), "%s", why);
+      else
+        status_set(cj, "ExceedsQuota", "the job needs %lld GPUs, more than "
+                   "team '%s' may ever hold of any flavor it accepts "
+                   "(nominal + borrowingLimit): %s", (long long)j->gpus,
+                   cj->team, why);
     } else if (rc == GQ_EQUOTA) {
       stop[ti] = 1;
       cj->eta_ms = -1;

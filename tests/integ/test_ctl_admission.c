@@ -720,7 +720,7 @@ static void test_team_rules(void **state)
               "{'spec':{'resources':[{'flavor':'*','nominal':1}]}}");
   wait_phase("zero", "never", "Running");
   job_create(&(struct job){.ns = "zero", .name = "more", .gpus = 2});
-  expect_waits("zero", "more", "WaitingForQuota");
+  expect_waits("zero", "more", "ExceedsQuota");
 
   quota_create("zb", "'cohort':'zc','resources':[{'flavor':'*',"
                "'nominal':0}]");
