@@ -539,8 +539,13 @@ void admit_pass(struct ctl *c)
       free((char *)cp.use[i].flavor);
     free(cp.use);
   }
-  HASH_ITER(hh, c->teams, t, tt)
-    status_positions(c, t, GQ_CTL_POSITIONS_NOW);
+  /* the first positions of each team, at most once a second: each
+   * admission shifts them all, and writes must not pile up behind it */
+  if (gq_clock_mono_ms() - c->pos_ms >= 1000) {
+    c->pos_ms = gq_clock_mono_ms();
+    HASH_ITER(hh, c->teams, t, tt)
+      status_positions(c, t, GQ_CTL_POSITIONS_NOW);
+  }
   /* free GPUs while jobs wait for capacity: fragmentation */
   c->frag_gpus = 0;
   if (p.blocked_capacity)

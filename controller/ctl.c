@@ -789,8 +789,10 @@ static void free_all(struct ctl *c)
   struct ccohort *k, *tk;
   struct cassumed *a, *ta;
 
+  c->sq_head[0] = c->sq_head[1] = c->sq_tail[0] = c->sq_tail[1] = NULL;
   HASH_ITER(hh, c->jobs, cj, tj) {
     HASH_DEL(c->jobs, cj);
+    cj->sq = 0; /* the lanes are dropped whole */
     jobs_forget(c, cj);
   }
   HASH_ITER(hh, c->teams, t, tt) {
@@ -806,6 +808,7 @@ static void free_all(struct ctl *c)
     free(k);
   }
   status_free(c);
+  status_drop_events(c);
   HASH_ITER(hh, c->assumed, a, ta) {
     HASH_DEL(c->assumed, a);
     free(a->key);

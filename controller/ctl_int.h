@@ -86,7 +86,8 @@ struct cjob {
   char reason[64];
   char *message;     /* owned */
   int status_inflight, status_again;
-  int event_pending;
+  int sq;             /* in a status write lane: 1 urgent, 2 background */
+  struct cjob *snext; /* next in that lane */
   struct cteam *t;   /* its team's queue while CJ_QUEUED */
   int dirty;         /* on the dirty list */
   struct cjob *dnext;
@@ -139,6 +140,12 @@ struct clost {
   UT_hash_handle hh;
 };
 
+/* An event waiting for its write (bounded queue, status.c). */
+struct cevent {
+  char *uid, *type, *reason, *msg;
+  struct cevent *next;
+};
+
 struct ctl {
   uv_loop_t *loop;
   struct gq_ctl_opts o;
@@ -155,6 +162,14 @@ struct ctl {
   struct cassumed *assumed;  /* by pod key */
   struct cjob *dirty;        /* jobs to reconcile in the next pass */
   struct clost *lost;        /* nodes reported with lost GPUs */
+  /* status writes: two FIFO lanes (urgent: jobs that hold or finish;
+   * background: queued jobs' positions), at most a few in flight so that
+   * pod creates never wait behind them and changes coalesce meanwhile */
+  struct cjob *sq_head[2], *sq_tail[2];
+  unsigned s_inflight;
+  struct cevent *ev_head, *ev_tail;
+  unsigned ev_n, ev_inflight;
+  int64_t pos_ms;            /* real ms of the last top-positions refresh */
   int leading, stopping, redis_ready, synced;
   int pass_scheduled;
   int64_t next_tick_ms;
@@ -221,6 +236,8 @@ void status_quotas(struct ctl *c);
 void status_metrics(struct ctl *c);
 void status_node(struct ctl *c, const json_t *obj, const struct gq_node *n);
 void status_free(struct ctl *c);
+void status_forget(struct ctl *c, struct cjob *cj);
+void status_drop_events(struct ctl *c);
 void status_finalizer(struct ctl *c, struct cjob *cj, const json_t *obj,
                       int add);
 

@@ -189,7 +189,7 @@ static void free_nodes(struct cjob *cj)
 /* Frees cj (already out of the jobs table). */
 void jobs_forget(struct ctl *c, struct cjob *cj)
 {
-  (void)c;
+  status_forget(c, cj);
   free_nodes(cj);
   for (size_t i = 0; i < cj->n_pods; i++)
     free(cj->pods[i]);
@@ -740,9 +740,19 @@ static void adopt(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
   }
   if (pc.present > 0 && (pc.hold > 0 || pc.succeeded > 0)) {
     /* its pods hold GPUs: it stays admitted (or is torn down below) */
+    const struct gq_teamquota *q = ctl_quota(c, j->team);
+
     cj->state = CJ_ACTIVE;
     snprintf(cj->flavor, sizeof(cj->flavor), "%s", pc.flavor ? pc.flavor : "");
     cj->running = pc.running > 0 && pc.running + pc.succeeded == j->replicas;
+    /* it holds an admission: count it in its team's use, so that quota
+     * holds after a restart, the rebuild writes it to the ledger and its
+     * end releases it (refresh() runs after this, too late for that) */
+    snprintf(cj->team, sizeof(cj->team), "%s", j->team);
+    snprintf(cj->cohort, sizeof(cj->cohort), "%s",
+             q && q->cohort ? q->cohort : "");
+    cj->gpus = j->gpus;
+    jobs_use(c, cj, 1);
     return;
   }
   if (pc.other_hold) { /* an older generation still terminating */

@@ -20,7 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SWEEP_MAX 500 /* positions refreshed per sweep */
+#define SWEEP_MAX 500      /* positions refreshed per sweep */
+#define STATUS_INFLIGHT 16 /* status writes in flight at once */
+#define EVENTS_INFLIGHT 8  /* event writes in flight at once */
+#define EVENTS_QUEUED 10000 /* events waiting; more are dropped */
 
 static const struct gq_lc lc = {"controller", "status", NULL};
 
@@ -150,14 +153,19 @@ struct status_ctx {
   char *uid;
 };
 
+static void pump(struct ctl *c);
+static void send_event(struct ctl *c);
+
 static void status_done(int rc, const struct gq_k8s_status *st,
                         const json_t *obj, void *arg)
 {
   struct status_ctx *x = arg;
+  struct ctl *c = x->c;
   struct cjob *cj = ctl_job(x->c, x->uid);
 
   (void)obj;
   ctl_write_end(x->c);
+  x->c->s_inflight--;
   if (rc != 0 && rc != GQ_ENOTFOUND)
     ctl_api_error(x->c, "patch", "gpujob status", rc, st);
   if (cj) {
@@ -169,21 +177,19 @@ static void status_done(int rc, const struct gq_k8s_status *st,
   }
   free(x->uid);
   free(x);
+  pump(c);
 }
 
-void status_flush(struct ctl *c, struct cjob *cj)
+/* Sends cj's status difference now, if there is one. */
+static void send_status(struct ctl *c, struct cjob *cj)
 {
   const json_t *obj = ctl_job_json(c, cj);
   json_t *want, *patch, *body;
   struct status_ctx *x;
   char path[700];
 
-  if (!obj || !ctl_acting(c))
+  if (!obj)
     return;
-  if (cj->status_inflight) {
-    cj->status_again = 1;
-    return;
-  }
   want = desired(cj, obj);
   patch = diff(json_object_get(obj, "status"), want);
   json_decref(want);
@@ -198,14 +204,86 @@ void status_flush(struct ctl *c, struct cjob *cj)
   x->c = c;
   x->uid = gq_xstrdup(cj->uid);
   cj->status_inflight = 1;
+  c->s_inflight++;
   ctl_write_begin(c);
   if (gq_kclient_patch(c->kc, path, "merge", body, status_done, x) != 0) {
     ctl_write_end(c);
+    c->s_inflight--;
     cj->status_inflight = 0;
     free(x->uid);
     free(x);
   }
   json_decref(body);
+}
+
+static struct cjob *lane_pop(struct ctl *c, int lane)
+{
+  struct cjob *cj = c->sq_head[lane];
+
+  if (cj) {
+    c->sq_head[lane] = cj->snext;
+    if (!c->sq_head[lane])
+      c->sq_tail[lane] = NULL;
+    cj->snext = NULL;
+    cj->sq = 0;
+  }
+  return cj;
+}
+
+/* Sends queued status writes while fewer than STATUS_INFLIGHT are in flight
+ * and events while fewer than EVENTS_INFLIGHT are; the urgent lane first. */
+static void pump(struct ctl *c)
+{
+  struct cjob *cj;
+
+  if (!c)
+    return;
+  while (c->s_inflight < STATUS_INFLIGHT && ctl_acting(c) &&
+         ((cj = lane_pop(c, 0)) || (cj = lane_pop(c, 1))))
+    send_status(c, cj);
+  while (c->ev_inflight < EVENTS_INFLIGHT && c->ev_head && ctl_acting(c))
+    send_event(c);
+}
+
+void status_flush(struct ctl *c, struct cjob *cj)
+{
+  int lane = cj->state == CJ_QUEUED || cj->state == CJ_WAITING ? 1 : 0;
+
+  if (!ctl_acting(c))
+    return;
+  if (cj->status_inflight) {
+    cj->status_again = 1;
+    return;
+  }
+  if (!cj->sq) {
+    cj->sq = lane + 1;
+    if (c->sq_tail[lane])
+      c->sq_tail[lane]->snext = cj;
+    else
+      c->sq_head[lane] = cj;
+    c->sq_tail[lane] = cj;
+  }
+  pump(c);
+}
+
+/* Takes cj out of the status lanes (it is being freed). */
+void status_forget(struct ctl *c, struct cjob *cj)
+{
+  for (int lane = 0; lane < 2 && cj->sq; lane++) {
+    struct cjob **pp = &c->sq_head[lane], *prev = NULL;
+
+    while (*pp && *pp != cj) {
+      prev = *pp;
+      pp = &(*pp)->snext;
+    }
+    if (*pp) {
+      *pp = cj->snext;
+      if (c->sq_tail[lane] == cj)
+        c->sq_tail[lane] = prev;
+      cj->sq = 0;
+      cj->snext = NULL;
+    }
+  }
 }
 
 static void event_done(int rc, const struct gq_k8s_status *st,
@@ -215,26 +293,88 @@ static void event_done(int rc, const struct gq_k8s_status *st,
 
   (void)obj;
   ctl_write_end(c);
+  c->ev_inflight--;
   if (rc != 0)
     ctl_api_error(c, "create", "event", rc, st);
+  pump(c);
+}
+
+static void free_event(struct cevent *e)
+{
+  free(e->uid);
+  free(e->type);
+  free(e->reason);
+  free(e->msg);
+  free(e);
+}
+
+/* Sends the first queued event (its job may be gone by now: then it is
+ * dropped). */
+static void send_event(struct ctl *c)
+{
+  struct cevent *e = c->ev_head;
+  struct cjob *cj = ctl_job(c, e->uid);
+  const json_t *obj = cj ? ctl_job_json(c, cj) : NULL;
+
+  c->ev_head = e->next;
+  if (!c->ev_head)
+    c->ev_tail = NULL;
+  c->ev_n--;
+  if (obj) {
+    c->ev_inflight++;
+    ctl_write_begin(c);
+    if (gq_kclient_event(c->kc, obj, e->type, e->reason, e->msg,
+                         GQ_CTL_COMPONENT, event_done, c) != 0) {
+      ctl_write_end(c);
+      c->ev_inflight--;
+    }
+  }
+  free_event(e);
 }
 
 void status_event(struct ctl *c, struct cjob *cj, const char *type,
                   const char *reason, const char *fmt, ...)
 {
-  const json_t *obj = ctl_job_json(c, cj);
+  static struct gq_log_limit lim = {.interval_ms = 10000};
+  struct cevent *e;
   char buf[1024];
   va_list ap;
 
-  if (!obj || !ctl_acting(c))
+  if (!ctl_acting(c))
     return;
+  if (c->ev_n >= EVENTS_QUEUED) { /* as client-go's recorder: drop, say so */
+    GQ_LOG_LIMITED(&lim, GQ_WARN, &lc, "event queue full (%u): dropping "
+                   "event %s for %s", c->ev_n, reason, cj->key);
+    return;
+  }
   va_start(ap, fmt);
   vsnprintf(buf, sizeof(buf), fmt, ap);
   va_end(ap);
-  ctl_write_begin(c);
-  if (gq_kclient_event(c->kc, obj, type, reason, buf, GQ_CTL_COMPONENT,
-                       event_done, c) != 0)
-    ctl_write_end(c);
+  e = gq_xcalloc(1, sizeof(*e));
+  e->uid = gq_xstrdup(cj->uid);
+  e->type = gq_xstrdup(type);
+  e->reason = gq_xstrdup(reason);
+  e->msg = gq_xstrdup(buf);
+  if (c->ev_tail)
+    c->ev_tail->next = e;
+  else
+    c->ev_head = e;
+  c->ev_tail = e;
+  c->ev_n++;
+  pump(c);
+}
+
+/* Frees the events still queued (at stop). */
+void status_drop_events(struct ctl *c)
+{
+  struct cevent *e, *n;
+
+  for (e = c->ev_head; e; e = n) {
+    n = e->next;
+    free_event(e);
+  }
+  c->ev_head = c->ev_tail = NULL;
+  c->ev_n = 0;
 }
 
 /* ---- finalizer (metadata; a JSON patch guarded by a test op) ---------- */
@@ -312,6 +452,8 @@ void status_sweep(struct ctl *c)
   struct cteam *t, *tt;
   size_t seen = 0, done = 0, start = c->sweep_cursor;
 
+  HASH_ITER(hh, c->teams, t, tt)
+    status_positions(c, t, GQ_CTL_POSITIONS_NOW);
   HASH_ITER(hh, c->teams, t, tt) {
     for (size_t i = GQ_CTL_POSITIONS_NOW; i < t->n; i++, seen++) {
       struct cjob *cj = t->q[i];
