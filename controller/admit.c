@@ -39,7 +39,13 @@
 #include <string.h>
 
 #define BF_MAX 32           /* jobs tried behind a blocked head per team */
-#define FORECASTS_MAX 64    /* reservations computed per pass */
+/* Reservations (forecasts) computed per pass, for the blocked heads of the
+ * teams that go first: each costs a placement over every node and a sort
+ * of every release (milliseconds at 2,000 nodes), and a pass must stay
+ * well under the 10 ms gpuq allows from freed capacity to a pod create.
+ * Fair-share order rotates the teams, so every blocked head gets its
+ * reservation and ETA refreshed within a few passes. */
+#define FORECASTS_MAX 4
 #define TRIES_MAX 20000     /* placements tried per pass; then a new pass */
 
 static const struct gq_lc lc = {"controller", "admit", NULL};
@@ -56,6 +62,9 @@ struct pass {
   size_t n_nodes;
   struct gq_forecast_release *rel;
   size_t n_rel, cap_rel;
+  struct held *held;
+  size_t n_held, cap_held;
+  int rel_built;
   struct resv *resv;
   size_t n_resv, cap_resv;
   int64_t resv_min; /* earliest reservation start, -1 none */
@@ -76,43 +85,71 @@ static void add_rel(struct pass *p, const char *node,
   p->rel[p->n_rel++] = (struct gq_forecast_release){node, req, end_ms};
 }
 
-struct pod_walk {
-  struct pass *p;
+/* What holds resources on which node: a pod (pod set) or an assumption. */
+struct held {
+  const char *node;
+  const struct gq_podsched *req;
+  const struct gq_pod *pod;
 };
+
+static void add_held(struct pass *p, const char *node,
+                     const struct gq_podsched *req, const struct gq_pod *pod)
+{
+  if (p->n_held == p->cap_held) {
+    p->cap_held = p->cap_held ? 2 * p->cap_held : 1024;
+    p->held = gq_xrealloc(p->held, p->cap_held * sizeof(*p->held));
+  }
+  p->held[p->n_held++] = (struct held){node, req, pod};
+}
 
 static void commit_pod(const json_t *obj, void *typed, void *arg)
 {
   struct pass *p = arg;
   const struct gq_pod *pod = typed;
-  const char *node, *uid;
-  struct cjob *cj;
+  const char *node;
 
   (void)obj;
   if (!pod || !gq_pod_holds_resources(pod))
     return;
   node = pod->sched.node_name;
-  uid = gq_meta_label(&pod->meta, GQ_LBL_JOB_UID);
-  if (!*node && uid) { /* gpuq's pinned pod, not bound yet */
+  if (!*node && gq_meta_label(&pod->meta, GQ_LBL_JOB_UID)) {
+    /* gpuq's pinned pod, not bound yet */
     const json_t *an = json_object_get(json_object_get(pod->json, "metadata"),
                                        "annotations");
     node = json_string_value(json_object_get(an, GQ_ANN_NODE));
   }
   if (!node || !*node)
     return;
-  if (gq_snapshot_commit(&p->s, node, &pod->sched, 1) != 0)
-    return;
-  cj = uid ? ctl_job(p->c, uid) : NULL;
-  if (cj && cj->expected_s >= 0 && !pod->meta.deletion_ms) {
-    int64_t from = cj->start_ms ? cj->start_ms : cj->admitted_ms;
+  if (gq_snapshot_commit(&p->s, node, &pod->sched, 1) == 0)
+    add_held(p, node, &pod->sched, pod);
+}
 
-    add_rel(p, node, &pod->sched, from ? from + cj->expected_s * 1000 : -1);
-  } else if (pod->meta.deletion_ms) { /* terminating: gone within its grace */
-    int64_t g = pod->meta.deletion_grace_s >= 0 ? pod->meta.deletion_grace_s
-                                                : pod->sched.grace_s;
-    add_rel(p, node, &pod->sched, pod->meta.deletion_ms + g * 1000);
-  } else {
-    add_rel(p, node, &pod->sched, -1);
+/* The forecast's releases, built the first time a pass needs them: when
+ * each holder is expected to free its requests. */
+static void build_rel(struct pass *p)
+{
+  for (size_t i = 0; i < p->n_held; i++) {
+    const struct held *h = &p->held[i];
+    const struct gq_pod *pod = h->pod;
+    const char *uid = pod ? gq_meta_label(&pod->meta, GQ_LBL_JOB_UID) : NULL;
+    struct cjob *cj = uid ? ctl_job(p->c, uid) : NULL;
+
+    if (!pod) {
+      add_rel(p, h->node, h->req, -1);
+    } else if (cj && cj->expected_s >= 0 && !pod->meta.deletion_ms) {
+      int64_t from = cj->start_ms ? cj->start_ms : cj->admitted_ms;
+
+      add_rel(p, h->node, h->req,
+              from ? from + cj->expected_s * 1000 : -1);
+    } else if (pod->meta.deletion_ms) { /* terminating: gone within grace */
+      int64_t g = pod->meta.deletion_grace_s >= 0 ? pod->meta.deletion_grace_s
+                                                  : pod->sched.grace_s;
+      add_rel(p, h->node, h->req, pod->meta.deletion_ms + g * 1000);
+    } else {
+      add_rel(p, h->node, h->req, -1);
+    }
   }
+  p->rel_built = 1;
 }
 
 static void collect_node(const json_t *obj, void *typed, void *arg)
@@ -135,8 +172,8 @@ static void snapshot_build(struct pass *p)
   gq_snapshot_init(&p->s, p->nodes, p->n_nodes, c->o.topology_key);
   gq_informer_foreach(c->inf_pods, commit_pod, p);
   HASH_ITER(hh, c->assumed, a, tmp) {
-    gq_snapshot_commit(&p->s, a->node, &a->req, 1);
-    add_rel(p, a->node, &a->req, -1);
+    if (gq_snapshot_commit(&p->s, a->node, &a->req, 1) == 0)
+      add_held(p, a->node, &a->req, NULL);
   }
 }
 
@@ -325,9 +362,14 @@ static void use_add(struct cohort_pass *cp, size_t team, const char *key,
 static void reserve(struct pass *p, struct cjob *cj, const struct gq_gpujob *j,
                     const char *flavor)
 {
-  size_t *out = gq_xcalloc((size_t)j->replicas, sizeof(*out));
+  size_t *out;
   int64_t start = -1;
 
+  if (p->forecasts >= FORECASTS_MAX)
+    return; /* its last forecast (ETA) stands until a later pass */
+  out = gq_xcalloc((size_t)j->replicas, sizeof(*out));
+  if (!p->rel_built)
+    build_rel(p);
   if (p->forecasts++ < FORECASTS_MAX &&
       gq_forecast_start(&p->s, j, flavor, p->rel, p->n_rel, p->now_ms, &start,
                         out) == 0 &&
@@ -558,6 +600,7 @@ void admit_pass(struct ctl *c)
     gq_place_replica_release(&p.resv[i].req);
   free(p.resv);
   free(p.rel);
+  free(p.held);
   free(p.failed);
   gq_snapshot_release(&p.s);
   free(p.nodes);
