@@ -702,6 +702,45 @@ void jobs_create_pods(struct ctl *c, struct cjob *cj)
 
 /* ---- the reconcile ---------------------------------------------------- */
 
+/* An adopted gang still in phase Admitted with replicas missing: the
+ * previous process may have died with their creates in flight. Creates
+ * them again on the nodes status.nodes lists, under the same names (a
+ * create still in flight then gets 409, and a pod that exists counts as
+ * done), rather than tearing the attempt down and starting another while a
+ * pod of this one may still land (invariant 5). Returns 0, or -1 when
+ * status.nodes does not say where the replicas go. */
+static int resume_creates(struct ctl *c, struct cjob *cj,
+                          const struct gq_gpujob *j)
+{
+  const json_t *nodes =
+      json_object_get(json_object_get(j->json, "status"), "nodes");
+  char name[GQ_POD_NAME_MAX + 1], key[600];
+
+  if ((int32_t)json_array_size(nodes) != j->replicas)
+    return -1;
+  for (int32_t r = 0; r < j->replicas; r++)
+    if (!json_is_string(json_array_get(nodes, (size_t)r)))
+      return -1;
+  free_nodes(cj);
+  cj->replicas = j->replicas;
+  cj->nodes = gq_xcalloc((size_t)j->replicas, sizeof(*cj->nodes));
+  for (int32_t r = 0; r < j->replicas; r++)
+    cj->nodes[r] = gq_xstrdup(json_string_value(json_array_get(nodes,
+                                                               (size_t)r)));
+  cj->pass_ms = gq_clock_mono_ms();
+  jobs_assume(c, cj, j);
+  for (int32_t r = 0; r < j->replicas; r++) { /* those seen are counted */
+    gq_podspec_pod_name(j, cj->attempt, r, name, sizeof(name));
+    snprintf(key, sizeof(key), "%s/%s", cj->ns, name);
+    if (gq_informer_get(c->inf_pods, key))
+      forget_assumed(c, key);
+  }
+  GQ_LOG(GQ_INFO, &lc, "job %s attempt %lld: pods missing after a restart; "
+         "creating them again", cj->key, (long long)cj->attempt);
+  jobs_create_pods(c, cj);
+  return 0;
+}
+
 /* Fills cj from the job object after a (re)start: its status and pods say
  * where it stood (DESIGN §6: the objects are the truth). */
 static void adopt(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
@@ -753,6 +792,9 @@ static void adopt(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
              q && q->cohort ? q->cohort : "");
     cj->gpus = j->gpus;
     jobs_use(c, cj, 1);
+    if (j->status.phase == GQ_PHASE_ADMITTED && pc.present < j->replicas &&
+        !pc.failed && !pc.miss && !pc.disrupted)
+      resume_creates(c, cj, j);
     return;
   }
   if (pc.other_hold) { /* an older generation still terminating */

@@ -115,7 +115,14 @@ static json_t *desired(const struct cjob *cj, const json_t *obj)
   } else if (!admitted) {
     json_object_set_new(s, "nodes", json_null());
   }
-  json_object_set_new(s, "attempts", json_integer(cj->attempt));
+  /* an attempt is published once its pods exist: while its admission or
+   * its pod creates are in flight, a controller restarted meanwhile must
+   * admit that same attempt again (same pod names, so a create still in
+   * flight gets 409) rather than start a second pod generation */
+  json_object_set_new(s, "attempts",
+                      json_integer(cj->attempt -
+                                   (cj->state == CJ_ADMITTING ||
+                                    cj->creates_left > 0)));
   json_object_set_new(s, "failedAttempts", json_integer(cj->failures));
   json_object_set_new(s, "preemptions", json_integer(cj->preemptions));
   json_object_set_new(s, "observedGeneration", json_integer(gen));
