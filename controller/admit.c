@@ -205,6 +205,7 @@ static void shape_fail(struct pass *p, uint64_t key)
 struct admit_ctx {
   struct ctl *c;
   char *uid;
+  char *event; /* the Admitted event's message */
   struct ccohort *k;
   int64_t attempt;
 };
@@ -248,6 +249,7 @@ static void admitted(int rc, const char *state, long long value, void *arg)
            rc ? gq_strerror(rc) : state);
   }
   if (!cj || cj->state != CJ_ADMITTING || cj->attempt != x->attempt) {
+    free(x->event);
     free(x->uid);
     free(x);
     return;
@@ -267,12 +269,14 @@ static void admitted(int rc, const char *state, long long value, void *arg)
     gq_metric_add(c->m_admissions, l, 1);
     gq_metric_observe(c->m_wait, l,
                       (double)(cj->admitted_ms - cj->queued_ms) / 1000.0);
+    status_event(c, cj, "Normal", "Admitted", "%s", x->event);
     obj = ctl_job_json(c, cj);
     if (obj)
       status_finalizer(c, cj, obj, 1);
     jobs_create_pods(c, cj);
     status_flush(c, cj);
   }
+  free(x->event);
   free(x->uid);
   free(x);
 }
@@ -314,11 +318,13 @@ static void decide_admit(struct pass *p, struct ccohort *k, struct cjob *cj,
                                                    : "Admitted",
              "admitted on %s (flavor %s%s)", nodes, a->flavor,
              a->verdict == GQ_Q_FITS_BORROWING ? ", borrowing" : "");
-  status_event(c, cj, "Normal", "Admitted", "attempt %lld admitted on %s "
-               "(flavor %s%s)", (long long)cj->attempt, nodes, a->flavor,
-               a->verdict == GQ_Q_FITS_BORROWING ? ", borrowing idle cohort "
-               "GPUs" : "");
   x = gq_xcalloc(1, sizeof(*x));
+  /* the event waits for Redis's yes: a refused admit is no admission */
+  x->event = gq_xasprintf("attempt %lld admitted on %s (flavor %s%s)",
+                          (long long)cj->attempt, nodes, a->flavor,
+                          a->verdict == GQ_Q_FITS_BORROWING
+                              ? ", borrowing idle cohort GPUs"
+                              : "");
   x->c = c;
   x->uid = gq_xstrdup(cj->uid);
   x->k = k;

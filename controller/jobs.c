@@ -375,6 +375,10 @@ static void teardown(struct ctl *c, struct cjob *cj, enum cj_td td,
   cj->td = td;
   cj->td_sent_ms = 0;
   cj->running = 0;
+  if (td == TD_DISRUPTED) { /* evicted or deleted: its GPUs are still held */
+    cj->phase = GQ_PHASE_PREEMPTING;
+    status_set(cj, "Disrupted", "%s; requeued once its pods are gone", why);
+  }
   GQ_LOG(GQ_INFO, &lc, "job %s attempt %lld: tearing down (%s): %s", cj->key,
          (long long)cj->attempt, td_reason(td), why);
   if (td != TD_DELETE)
