@@ -57,13 +57,9 @@ struct resv { /* one replica of a reservation, committed to the snapshot */
 
 struct pass {
   struct ctl *c;
-  struct gq_snapshot s;
-  const struct gq_node **nodes;
-  size_t n_nodes;
+  struct gq_snapshot *s; /* the controller's, kept up to date */
   struct gq_forecast_release *rel;
   size_t n_rel, cap_rel;
-  struct held *held;
-  size_t n_held, cap_held;
   int rel_built;
   struct resv *resv;
   size_t n_resv, cap_resv;
@@ -85,102 +81,151 @@ static void add_rel(struct pass *p, const char *node,
   p->rel[p->n_rel++] = (struct gq_forecast_release){node, req, end_ms};
 }
 
-/* What holds resources on which node: a pod (pod set) or an assumption. */
-struct held {
-  const char *node;
-  const struct gq_podsched *req;
-  const struct gq_pod *pod;
-};
+/* ---- the capacity snapshot, kept between passes -------------------- */
 
-static void add_held(struct pass *p, const char *node,
-                     const struct gq_podsched *req, const struct gq_pod *pod)
+static void commit_rec(struct ctl *c, struct cpod *r, int sign)
 {
-  if (p->n_held == p->cap_held) {
-    p->cap_held = p->cap_held ? 2 * p->cap_held : 1024;
-    p->held = gq_xrealloc(p->held, p->cap_held * sizeof(*p->held));
-  }
-  p->held[p->n_held++] = (struct held){node, req, pod};
+  if (sign > 0)
+    r->committed = c->snap_valid &&
+                   gq_snapshot_commit(&c->snap, r->node, &r->req, 1) == 0;
+  else if (r->committed && c->snap_valid)
+    gq_snapshot_commit(&c->snap, r->node, &r->req, -1);
 }
 
-static void commit_pod(const json_t *obj, void *typed, void *arg)
+static void free_rec(struct cpod *r)
 {
-  struct pass *p = arg;
-  const struct gq_pod *pod = typed;
-  const char *node;
+  free(r->key);
+  free(r->node);
+  free(r->job_uid);
+  jobs_assumed_release(&r->req);
+  free(r);
+}
 
-  (void)obj;
+/* A pod changed (pod NULL: it is gone): what it holds on its node is
+ * uncommitted, then committed again as it now is. A pod holds its node's
+ * resources while bound (or, gpuq's own, pinned: annotation gpuq.dev/node)
+ * and not finished; a terminating pod still holds them (DESIGN §3). */
+void admit_pod(struct ctl *c, const char *key, const struct gq_pod *pod)
+{
+  struct cpod *r;
+  const char *node = NULL, *uid;
+
+  HASH_FIND_STR(c->held, key, r);
+  if (r) {
+    commit_rec(c, r, -1);
+    HASH_DEL(c->held, r);
+    free_rec(r);
+  }
   if (!pod || !gq_pod_holds_resources(pod))
     return;
   node = pod->sched.node_name;
-  if (!*node && gq_meta_label(&pod->meta, GQ_LBL_JOB_UID)) {
-    /* gpuq's pinned pod, not bound yet */
+  uid = gq_meta_label(&pod->meta, GQ_LBL_JOB_UID);
+  if (!*node && uid) { /* gpuq's pinned pod, not bound yet */
     const json_t *an = json_object_get(json_object_get(pod->json, "metadata"),
                                        "annotations");
     node = json_string_value(json_object_get(an, GQ_ANN_NODE));
   }
   if (!node || !*node)
     return;
-  if (gq_snapshot_commit(&p->s, node, &pod->sched, 1) == 0)
-    add_held(p, node, &pod->sched, pod);
+  r = gq_xcalloc(1, sizeof(*r));
+  r->key = gq_xstrdup(key);
+  r->node = gq_xstrdup(node);
+  r->job_uid = uid ? gq_xstrdup(uid) : NULL;
+  jobs_copy_request(&pod->sched, &r->req);
+  r->deletion_ms = pod->meta.deletion_ms;
+  r->grace_s = pod->meta.deletion_grace_s >= 0 ? pod->meta.deletion_grace_s
+                                               : pod->sched.grace_s;
+  HASH_ADD_KEYPTR(hh, c->held, r->key, strlen(r->key), r);
+  commit_rec(c, r, 1);
+}
+
+void admit_nodes_changed(struct ctl *c)
+{
+  c->snap_valid = 0;
+}
+
+void admit_commit(struct ctl *c, const char *node,
+                  const struct gq_podsched *req, int sign)
+{
+  if (c->snap_valid)
+    gq_snapshot_commit(&c->snap, node, req, sign);
+}
+
+static void collect_node(const json_t *obj, void *typed, void *arg)
+{
+  struct ctl *c = arg;
+
+  if (typed)
+    c->snap_nodes[c->snap.n++] = typed;
+  status_node(c, obj, typed);
+}
+
+/* Rebuilds the snapshot from the nodes (after a node changed), then counts
+ * every holding pod and assumption on it again. */
+static void snapshot_rebuild(struct ctl *c)
+{
+  struct cpod *r, *rt;
+  struct cassumed *a, *at;
+  size_t n = 0;
+
+  gq_snapshot_release(&c->snap);
+  free(c->snap_nodes);
+  c->snap_nodes = gq_xcalloc(gq_informer_size(c->inf_nodes) + 1,
+                             sizeof(*c->snap_nodes));
+  c->snap.n = 0;
+  gq_informer_foreach(c->inf_nodes, collect_node, c);
+  n = c->snap.n;
+  gq_snapshot_init(&c->snap, c->snap_nodes, n, c->o.topology_key);
+  c->snap_valid = 1;
+  HASH_ITER(hh, c->held, r, rt) commit_rec(c, r, 1);
+  HASH_ITER(hh, c->assumed, a, at)
+    gq_snapshot_commit(&c->snap, a->node, &a->req, 1);
+}
+
+void admit_free(struct ctl *c)
+{
+  struct cpod *r, *rt;
+
+  HASH_ITER(hh, c->held, r, rt) {
+    HASH_DEL(c->held, r);
+    free_rec(r);
+  }
+  gq_snapshot_release(&c->snap);
+  free(c->snap_nodes);
+  c->snap_nodes = NULL;
+  c->snap_valid = 0;
 }
 
 /* The forecast's releases, built the first time a pass needs them: when
  * each holder is expected to free its requests. */
 static void build_rel(struct pass *p)
 {
-  for (size_t i = 0; i < p->n_held; i++) {
-    const struct held *h = &p->held[i];
-    const struct gq_pod *pod = h->pod;
-    const char *uid = pod ? gq_meta_label(&pod->meta, GQ_LBL_JOB_UID) : NULL;
-    struct cjob *cj = uid ? ctl_job(p->c, uid) : NULL;
+  struct cpod *r, *rt;
+  struct cassumed *a, *at;
 
-    if (!pod) {
-      add_rel(p, h->node, h->req, -1);
-    } else if (cj && cj->expected_s >= 0 && !pod->meta.deletion_ms) {
+  HASH_ITER(hh, p->c->held, r, rt) {
+    struct cjob *cj = r->job_uid ? ctl_job(p->c, r->job_uid) : NULL;
+
+    if (!r->committed)
+      continue;
+    if (r->deletion_ms) { /* terminating: gone within its grace */
+      add_rel(p, r->node, &r->req, r->deletion_ms + r->grace_s * 1000);
+    } else if (cj && cj->expected_s >= 0) {
       int64_t from = cj->start_ms ? cj->start_ms : cj->admitted_ms;
 
-      add_rel(p, h->node, h->req,
-              from ? from + cj->expected_s * 1000 : -1);
-    } else if (pod->meta.deletion_ms) { /* terminating: gone within grace */
-      int64_t g = pod->meta.deletion_grace_s >= 0 ? pod->meta.deletion_grace_s
-                                                  : pod->sched.grace_s;
-      add_rel(p, h->node, h->req, pod->meta.deletion_ms + g * 1000);
+      add_rel(p, r->node, &r->req, from ? from + cj->expected_s * 1000 : -1);
     } else {
-      add_rel(p, h->node, h->req, -1);
+      add_rel(p, r->node, &r->req, -1);
     }
   }
+  HASH_ITER(hh, p->c->assumed, a, at) add_rel(p, a->node, &a->req, -1);
   p->rel_built = 1;
-}
-
-static void collect_node(const json_t *obj, void *typed, void *arg)
-{
-  struct pass *p = arg;
-
-  if (typed)
-    p->nodes[p->n_nodes++] = typed;
-  status_node(p->c, obj, typed);
-}
-
-static void snapshot_build(struct pass *p)
-{
-  struct ctl *c = p->c;
-  struct cassumed *a, *tmp;
-
-  p->nodes = gq_xcalloc(gq_informer_size(c->inf_nodes) + 1,
-                        sizeof(*p->nodes));
-  gq_informer_foreach(c->inf_nodes, collect_node, p);
-  gq_snapshot_init(&p->s, p->nodes, p->n_nodes, c->o.topology_key);
-  gq_informer_foreach(c->inf_pods, commit_pod, p);
-  HASH_ITER(hh, c->assumed, a, tmp) {
-    if (gq_snapshot_commit(&p->s, a->node, &a->req, 1) == 0)
-      add_held(p, a->node, &a->req, NULL);
-  }
 }
 
 static void toggle_resv(struct pass *p, int sign)
 {
   for (size_t i = 0; i < p->n_resv; i++)
-    gq_snapshot_commit(&p->s, p->resv[i].node, &p->resv[i].req, sign);
+    gq_snapshot_commit(p->s, p->resv[i].node, &p->resv[i].req, sign);
 }
 
 static int shape_failed(struct pass *p, uint64_t key)
@@ -289,14 +334,10 @@ static void decide_admit(struct pass *p, struct ccohort *k, struct cjob *cj,
 {
   struct ctl *c = p->c;
   struct admit_ctx *x;
-  struct gq_podsched r;
   char nodes[512];
   size_t off = 0;
 
-  gq_place_replica_request(j, &r);
-  for (int32_t i = 0; i < j->replicas; i++)
-    gq_snapshot_commit(&p->s, p->s.nodes[out[i]].node->meta.name, &r, 1);
-  gq_place_replica_release(&r);
+  /* what it takes is committed by jobs_assume() below */
   jobs_queue_del(c, cj);
   cj->state = CJ_ADMITTING;
   cj->attempt++;
@@ -304,7 +345,7 @@ static void decide_admit(struct pass *p, struct ccohort *k, struct cjob *cj,
   for (int32_t i = 0; i < j->replicas; i++) {
     int n;
 
-    cj->nodes[i] = gq_xstrdup(p->s.nodes[out[i]].node->meta.name);
+    cj->nodes[i] = gq_xstrdup(p->s->nodes[out[i]].node->meta.name);
     n = snprintf(nodes + off, sizeof(nodes) - off, "%s%s", i ? "," : "",
                  cj->nodes[i]);
     if (n > 0 && (size_t)n < sizeof(nodes) - off)
@@ -377,7 +418,7 @@ static void reserve(struct pass *p, struct cjob *cj, const struct gq_gpujob *j,
   if (!p->rel_built)
     build_rel(p);
   if (p->forecasts++ < FORECASTS_MAX &&
-      gq_forecast_start(&p->s, j, flavor, p->rel, p->n_rel, p->now_ms, &start,
+      gq_forecast_start(p->s, j, flavor, p->rel, p->n_rel, p->now_ms, &start,
                         out) == 0 &&
       start >= 0) {
     for (int32_t i = 0; i < j->replicas; i++) {
@@ -388,9 +429,9 @@ static void reserve(struct pass *p, struct cjob *cj, const struct gq_gpujob *j,
         p->resv = gq_xrealloc(p->resv, p->cap_resv * sizeof(*p->resv));
       }
       rv = &p->resv[p->n_resv++];
-      rv->node = p->s.nodes[out[i]].node->meta.name;
+      rv->node = p->s->nodes[out[i]].node->meta.name;
       gq_place_replica_request(j, &rv->req);
-      gq_snapshot_commit(&p->s, rv->node, &rv->req, 1);
+      gq_snapshot_commit(p->s, rv->node, &rv->req, 1);
     }
     if (p->resv_min < 0 || start < p->resv_min)
       p->resv_min = start;
@@ -475,7 +516,7 @@ static void decide_cohort(struct pass *p, struct ccohort *k,
     out = gq_xcalloc((size_t)j->replicas, sizeof(*out));
     if (bf)
       toggle_resv(p, -1);
-    rc = gq_assign_job(&p->s, j, cp->tq, n, ti, cp->use, cp->n_use, &a, out,
+    rc = gq_assign_job(p->s, j, cp->tq, n, ti, cp->use, cp->n_use, &a, out,
                        why, sizeof(why));
     if (bf)
       toggle_resv(p, 1);
@@ -557,7 +598,9 @@ void admit_pass(struct ctl *c)
   p.c = c;
   p.now_ms = gq_clock_now_ms();
   p.resv_min = -1;
-  snapshot_build(&p);
+  if (!c->snap_valid)
+    snapshot_rebuild(c);
+  p.s = &c->snap;
   gq_metric_add(c->m_passes, NULL, 1);
   HASH_ITER(hh, c->cohorts, k, tk) {
     if (!k->rebuilt || k->rebuilding)
@@ -597,17 +640,15 @@ void admit_pass(struct ctl *c)
   /* free GPUs while jobs wait for capacity: fragmentation */
   c->frag_gpus = 0;
   if (p.blocked_capacity)
-    for (size_t i = 0; i < p.s.n; i++) {
-      int64_t f = gq_snapshot_available(&p.s, i, GQ_DEFAULT_GPU_RESOURCE);
+    for (size_t i = 0; i < p.s->n; i++) {
+      int64_t f = gq_snapshot_available(p.s, i, GQ_DEFAULT_GPU_RESOURCE);
 
       c->frag_gpus += f > 0 ? f : 0;
     }
+  toggle_resv(&p, -1); /* reservations live for one pass */
   for (size_t i = 0; i < p.n_resv; i++)
     gq_place_replica_release(&p.resv[i].req);
   free(p.resv);
   free(p.rel);
-  free(p.held);
   free(p.failed);
-  gq_snapshot_release(&p.s);
-  free(p.nodes);
 }

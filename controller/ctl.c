@@ -302,9 +302,19 @@ static void pod_mark(const json_t *o, void *arg)
     mark(c, ctl_job(c, uid));
   ctl_schedule_pass(c);
 }
+static void pod_key(const json_t *o, char *buf, size_t len)
+{
+  snprintf(buf, len, "%s/%s", meta_str(o, "namespace"), meta_str(o, "name"));
+}
+
 static void pod_add(const json_t *o, void *arg)
 {
-  jobs_pod_seen(arg, o, 1);
+  struct ctl *c = arg;
+  char key[600];
+
+  pod_key(o, key, sizeof(key));
+  jobs_pod_seen(c, o, 1);
+  admit_pod(c, key, gq_informer_typed(c->inf_pods, key));
   pod_mark(o, arg);
 }
 static int pod_terminal(const json_t *o)
@@ -325,16 +335,20 @@ static void pod_update(const json_t *old, const json_t *o, void *arg)
 static void pod_del(const json_t *o, void *arg)
 {
   struct ctl *c = arg;
+  char key[600];
 
   if (!pod_terminal(o))
     c->freed_ms = gq_clock_mono_ms();
+  pod_key(o, key, sizeof(key));
   jobs_pod_seen(arg, o, 0);
+  admit_pod(c, key, NULL);
   pod_mark(o, arg);
 }
 
 static void node_changed(const json_t *o, void *arg)
 {
   (void)o;
+  admit_nodes_changed(arg);
   ctl_schedule_pass(arg);
 }
 static void node_update(const json_t *old, const json_t *o, void *arg)
@@ -809,6 +823,7 @@ static void free_all(struct ctl *c)
   }
   status_free(c);
   status_drop_events(c);
+  admit_free(c);
   HASH_ITER(hh, c->assumed, a, ta) {
     HASH_DEL(c->assumed, a);
     free(a->key);

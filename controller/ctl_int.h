@@ -22,6 +22,7 @@
 #include "controller/assign.h"
 #include "controller/ctl.h"
 #include "controller/metrics.h"
+#include "controller/snapshot.h"
 #include "queue/queue.h"
 
 /* Where a job stands in gpuq's hands (the API phase is derived from it). */
@@ -134,6 +135,18 @@ struct cassumed {
   UT_hash_handle hh;
 };
 
+/* A pod that holds resources on a node, as the capacity snapshot counts
+ * it (owned copies: the informer replaces its pods on every update). */
+struct cpod {
+  char *key;      /* "ns/name" */
+  char *node;
+  char *job_uid;  /* gpuq's pods: the GpuJob's uid; NULL otherwise */
+  struct gq_podsched req; /* owned requests (jobs_copy_request) */
+  int64_t deletion_ms, grace_s;
+  int committed;  /* counted in ctl.snap */
+  UT_hash_handle hh;
+};
+
 /* A node reported as having lost GPUs (Ready, allocatable < capacity). */
 struct clost {
   char *name;
@@ -162,6 +175,12 @@ struct ctl {
   struct cassumed *assumed;  /* by pod key */
   struct cjob *dirty;        /* jobs to reconcile in the next pass */
   struct clost *lost;        /* nodes reported with lost GPUs */
+  /* the capacity snapshot, kept up to date by pod events and assumptions,
+   * rebuilt from the nodes when a node changes (admit.c) */
+  struct gq_snapshot snap;
+  const struct gq_node **snap_nodes;
+  int snap_valid;
+  struct cpod *held;         /* pods holding resources, by key */
   /* status writes: two FIFO lanes (urgent: jobs that hold or finish;
    * background: queued jobs' positions), at most a few in flight so that
    * pod creates never wait behind them and changes coalesce meanwhile */
@@ -214,6 +233,9 @@ void jobs_use(struct ctl *c, struct cjob *cj, int sign);
 void jobs_create_pods(struct ctl *c, struct cjob *cj);
 void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms);
 void jobs_forget(struct ctl *c, struct cjob *cj);
+/* Copies the requests of r into out with names owned; free with
+ * jobs_assumed_release(). */
+void jobs_copy_request(const struct gq_podsched *r, struct gq_podsched *out);
 /* Frees the owned requests of an assumed pod. */
 void jobs_assumed_release(struct gq_podsched *req);
 void jobs_pod_seen(struct ctl *c, const json_t *pod, int present);
@@ -222,6 +244,11 @@ void jobs_unassume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);
 
 /* admit.c */
 void admit_pass(struct ctl *c);
+void admit_pod(struct ctl *c, const char *key, const struct gq_pod *pod);
+void admit_nodes_changed(struct ctl *c);
+void admit_commit(struct ctl *c, const char *node,
+                  const struct gq_podsched *req, int sign);
+void admit_free(struct ctl *c);
 
 /* status.c */
 void status_set(struct cjob *cj, const char *reason, const char *fmt, ...)

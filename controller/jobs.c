@@ -489,6 +489,7 @@ static void forget_assumed(struct ctl *c, const char *key)
   if (!a)
     return;
   HASH_DEL(c->assumed, a);
+  admit_commit(c, a->node, &a->req, -1);
   free(a->key);
   free(a->node);
   jobs_assumed_release(&a->req);
@@ -576,22 +577,27 @@ static void service_done(int rc, const struct gq_k8s_status *st,
 /* The requests of one replica of j, with names owned (an assumption
  * outlives the job document it was made from: the informer replaces it on
  * every update). Only the requests are kept; the rest is empty. */
+void jobs_copy_request(const struct gq_podsched *r, struct gq_podsched *out)
+{
+  memset(out, 0, sizeof(*out));
+  out->node_name = "";
+  out->cpu_milli = r->cpu_milli;
+  out->memory_bytes = r->memory_bytes;
+  out->grace_s = r->grace_s;
+  out->n_extended = r->n_extended;
+  out->extended = gq_xcalloc(r->n_extended + 1, sizeof(*out->extended));
+  for (size_t i = 0; i < r->n_extended; i++) {
+    out->extended[i].name = gq_xstrdup(r->extended[i].name);
+    out->extended[i].value = r->extended[i].value;
+  }
+}
+
 static void own_request(const struct gq_gpujob *j, struct gq_podsched *out)
 {
   struct gq_podsched r;
 
   gq_place_replica_request(j, &r);
-  memset(out, 0, sizeof(*out));
-  out->node_name = "";
-  out->cpu_milli = r.cpu_milli;
-  out->memory_bytes = r.memory_bytes;
-  out->grace_s = r.grace_s;
-  out->n_extended = r.n_extended;
-  out->extended = gq_xcalloc(r.n_extended + 1, sizeof(*out->extended));
-  for (size_t i = 0; i < r.n_extended; i++) {
-    out->extended[i].name = gq_xstrdup(r.extended[i].name);
-    out->extended[i].value = r.extended[i].value;
-  }
+  jobs_copy_request(&r, out);
   gq_place_replica_release(&r);
 }
 
@@ -619,6 +625,7 @@ void jobs_assume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
     own_request(j, &a->req);
     forget_assumed(c, a->key);
     HASH_ADD_KEYPTR(hh, c->assumed, a->key, strlen(a->key), a);
+    admit_commit(c, a->node, &a->req, 1);
   }
 }
 
