@@ -678,6 +678,22 @@ static void test_flavors(void **state)
  * TeamQuota does not list fails the job; nominal 0 without borrowing
  * waits with a reason that says so; nominal 0 in a cohort runs on
  * borrowed GPUs only. */
+/* A job no quota line could ever hold (more than nominal, no cohort) waits
+ * with reason ExceedsQuota and does not hold back the smaller job behind it
+ * (strict order within a team applies to jobs that can fit one day). */
+static void test_exceeds_quota(void **state)
+{
+  (void)state;
+  quota_create("ex", "'resources':[{'flavor':'*','nominal':2}]");
+  job_create(&(struct job){.ns = "ex", .name = "huge", .gpus = 4});
+  expect_waits("ex", "huge", "ExceedsQuota");
+  expect_message("ex", "huge", "'ex'");
+  job_create(&(struct job){.ns = "ex", .name = "small", .gpus = 1});
+  wait_phase("ex", "small", "Running");
+  expect_waits("ex", "huge", "ExceedsQuota");
+  expect_clean_report();
+}
+
 static void test_team_rules(void **state)
 {
   (void)state;
@@ -1154,6 +1170,7 @@ int main(void)
       cmocka_unit_test_setup_teardown(test_borrowing, setup, teardown),
       cmocka_unit_test_setup_teardown(test_flavors, setup, teardown),
       cmocka_unit_test_setup_teardown(test_team_rules, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_exceeds_quota, setup, teardown),
       cmocka_unit_test_setup_teardown(test_delete_while_admitting, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_gang, setup, teardown),
