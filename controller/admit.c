@@ -417,8 +417,8 @@ static void reserve(struct pass *p, struct cjob *cj, const struct gq_gpujob *j,
   out = gq_xcalloc((size_t)j->replicas, sizeof(*out));
   if (!p->rel_built)
     build_rel(p);
-  if (p->forecasts++ < FORECASTS_MAX &&
-      gq_forecast_start(p->s, j, flavor, p->rel, p->n_rel, p->now_ms, &start,
+  p->forecasts++;
+  if (gq_forecast_start(p->s, j, flavor, p->rel, p->n_rel, p->now_ms, &start,
                         out) == 0 &&
       start >= 0) {
     for (int32_t i = 0; i < j->replicas; i++) {

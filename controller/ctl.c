@@ -79,7 +79,7 @@ static void rel_pod(void *p)
 
 /* ---- the cache ---------------------------------------------------------- */
 
-static const char *meta_str(const json_t *o, const char *k)
+const char *ctl_meta_str(const json_t *o, const char *k)
 {
   const char *v =
       json_string_value(json_object_get(json_object_get(o, "metadata"), k));
@@ -106,7 +106,7 @@ static void mark(struct ctl *c, struct cjob *cj)
 
 static struct cjob *job_for(struct ctl *c, const json_t *obj)
 {
-  const char *uid = meta_str(obj, "uid");
+  const char *uid = ctl_meta_str(obj, "uid");
   struct cjob *cj;
 
   if (!*uid)
@@ -115,8 +115,8 @@ static struct cjob *job_for(struct ctl *c, const json_t *obj)
   if (!cj) {
     cj = gq_xcalloc(1, sizeof(*cj));
     cj->uid = gq_xstrdup(uid);
-    cj->ns = gq_xstrdup(meta_str(obj, "namespace"));
-    cj->name = gq_xstrdup(meta_str(obj, "name"));
+    cj->ns = gq_xstrdup(ctl_meta_str(obj, "namespace"));
+    cj->name = gq_xstrdup(ctl_meta_str(obj, "name"));
     cj->key = gq_xasprintf("%s/%s", cj->ns, cj->name);
     cj->eta_ms = -1;
     cj->expected_s = -1;
@@ -135,7 +135,7 @@ const json_t *ctl_job_json(struct ctl *c, const struct cjob *cj)
 {
   const json_t *o = gq_informer_get(c->inf_jobs, cj->key);
 
-  return o && !strcmp(meta_str(o, "uid"), cj->uid) ? o : NULL;
+  return o && !strcmp(ctl_meta_str(o, "uid"), cj->uid) ? o : NULL;
 }
 
 const struct gq_gpujob *ctl_job_spec(struct ctl *c, const struct cjob *cj)
@@ -227,7 +227,7 @@ static void job_update(const json_t *old, const json_t *o, void *arg)
 static void job_del(const json_t *o, void *arg)
 {
   struct ctl *c = arg;
-  struct cjob *cj = ctl_job(c, meta_str(o, "uid"));
+  struct cjob *cj = ctl_job(c, ctl_meta_str(o, "uid"));
 
   if (cj) {
     cj->gone = 1;
@@ -258,7 +258,7 @@ static void mark_all(struct ctl *c, const char *team, const char *pclass)
 static void quota_changed(const json_t *o, void *arg)
 {
   struct ctl *c = arg;
-  const char *name = meta_str(o, "name");
+  const char *name = ctl_meta_str(o, "name");
   struct cteam *t = ctl_team(c, name);
   const struct gq_teamquota *q = ctl_quota(c, name);
   const char *coh = q && q->cohort ? q->cohort : "";
@@ -283,7 +283,7 @@ static void quota_update(const json_t *old, const json_t *o, void *arg)
 
 static void pc_changed(const json_t *o, void *arg)
 {
-  mark_all(arg, NULL, meta_str(o, "name"));
+  mark_all(arg, NULL, ctl_meta_str(o, "name"));
 }
 static void pc_update(const json_t *old, const json_t *o, void *arg)
 {
@@ -304,7 +304,7 @@ static void pod_mark(const json_t *o, void *arg)
 }
 static void pod_key(const json_t *o, char *buf, size_t len)
 {
-  snprintf(buf, len, "%s/%s", meta_str(o, "namespace"), meta_str(o, "name"));
+  snprintf(buf, len, "%s/%s", ctl_meta_str(o, "namespace"), ctl_meta_str(o, "name"));
 }
 
 static void pod_add(const json_t *o, void *arg)
@@ -417,7 +417,6 @@ static void rb_ver(int rc, long long version, const struct gq_ledger_use *use,
   if (rc == 0) {
     x->k->ver = version;
     x->k->rebuilt = 1;
-    x->k->stale = 0;
   } else {
     GQ_LOG(GQ_WARN, &lc, "ledger read of cohort %s failed: %s", x->k->name,
            gq_strerror(rc));
@@ -877,7 +876,7 @@ static void finish_stop(struct ctl *c)
 static void stop_wait(uv_timer_t *tm)
 {
   struct ctl *c = tm->data;
-  int64_t waited = gq_clock_mono_ms() - c->next_tick_ms;
+  int64_t waited = gq_clock_mono_ms() - c->stop_ms;
 
   if (c->inflight && waited < STOP_WAIT_MS)
     return;
@@ -907,6 +906,6 @@ void gq_ctl_stop(struct gq_ctl *gc, void (*done)(void *arg), void *arg)
   uv_timer_stop(&c->tick_timer);
   uv_timer_stop(&c->sweep_timer);
   uv_timer_stop(&c->audit_timer);
-  c->next_tick_ms = gq_clock_mono_ms(); /* reused: when the stop began */
+  c->stop_ms = gq_clock_mono_ms();
   uv_timer_start(&c->stop_timer, stop_wait, 0, 20);
 }

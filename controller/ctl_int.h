@@ -112,17 +112,18 @@ struct cteam {
   size_t n_use;
   int64_t pending_gpus;
   int64_t admitted_jobs; /* jobs holding an admission */
+  int qs_inflight;       /* a TeamQuota status patch is in flight */
   UT_hash_handle hh;
 };
 
 /* One cohort's Redis link state (a team without a cohort is its own). */
 struct ccohort {
-  char *name;         /* "" for... never: lone teams use "~team" */
+  char *name;         /* the cohort, or "~team" for a team without one */
   char redis_cohort[254]; /* what queue/ functions take ("" = lone team) */
   long long ver;      /* predicted ledger version after what was sent */
   int inflight;       /* admits and releases in flight */
   int rebuilt;        /* ledger rebuilt since Redis (re)connected */
-  int rebuilding, stale;
+  int rebuilding;
   UT_hash_handle hh;
 };
 
@@ -191,7 +192,7 @@ struct ctl {
   int64_t pos_ms;            /* real ms of the last top-positions refresh */
   int leading, stopping, redis_ready, synced;
   int pass_scheduled;
-  int64_t next_tick_ms;
+  int64_t stop_ms;          /* real ms when the graceful stop began */
   int64_t last_arrival_ms;   /* last GpuJob arrival stamp (job_for) */
   unsigned inflight;         /* API and Redis writes in flight */
   uv_timer_t pass_timer, tick_timer, sweep_timer, stop_timer, audit_timer;
@@ -211,6 +212,8 @@ struct ctl {
 };
 
 /* ctl.c */
+/* metadata.<k> of an object as a string, "" when absent (borrowed). */
+const char *ctl_meta_str(const json_t *o, const char *k);
 void ctl_schedule_pass(struct ctl *c);
 struct cjob *ctl_job(struct ctl *c, const char *uid);
 const struct gq_gpujob *ctl_job_spec(struct ctl *c, const struct cjob *cj);

@@ -67,9 +67,10 @@ static void redis_release_done(int rc, const char *state, long long v,
 
   (void)state;
   (void)v;
-  (void)rc;
   if (k->inflight)
     k->inflight--;
+  if (rc != 0) /* not applied: the ledger is compared and repaired */
+    k->rebuilt = 0;
 }
 
 /* Inserts cj into its team's queue and Redis's (idempotent there). */
@@ -854,13 +855,6 @@ static void refresh(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
   }
 }
 
-static const char *meta_name(const json_t *o)
-{
-  const char *n =
-      json_string_value(json_object_get(json_object_get(o, "metadata"), "name"));
-  return n ? n : "";
-}
-
 static void list_teams(struct ctl *c, char *buf, size_t len)
 {
   json_t *all = gq_informer_list(c->inf_quotas);
@@ -870,7 +864,7 @@ static void list_teams(struct ctl *c, char *buf, size_t len)
   buf[0] = '\0';
   json_array_foreach(all, i, o) {
     int n = snprintf(buf + off, len - off, "%s'%s'", i ? ", " : "",
-                     meta_name(o));
+                     ctl_meta_str(o, "name"));
     if (n < 0 || (size_t)n >= len - off)
       break;
     off += (size_t)n;

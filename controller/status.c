@@ -530,15 +530,27 @@ static void line_cohort(struct ctl *c, const struct gq_teamquota *q,
   }
 }
 
+struct quota_ctx {
+  struct ctl *c;
+  char *team;
+};
+
+/* One TeamQuota status patch at a time: the next pass compares again with
+ * what the informer then shows (the patch's result), so nothing is resent
+ * while a write is still on its way. */
 static void quota_done(int rc, const struct gq_k8s_status *st,
                        const json_t *obj, void *arg)
 {
-  struct ctl *c = arg;
+  struct quota_ctx *x = arg;
 
   (void)obj;
-  ctl_write_end(c);
+  ctl_write_end(x->c);
+  ctl_team(x->c, x->team)->qs_inflight = 0;
   if (rc != 0 && rc != GQ_ENOTFOUND)
-    ctl_api_error(c, "patch", "teamquota status", rc, st);
+    ctl_api_error(x->c, "patch", "teamquota status", rc, st);
+  ctl_schedule_pass(x->c);
+  free(x->team);
+  free(x);
 }
 
 static void quota_status(const json_t *obj, void *typed, void *arg)
@@ -552,9 +564,13 @@ static void quota_status(const json_t *obj, void *typed, void *arg)
       json_object_get(json_object_get(obj, "metadata"), "generation"));
   json_t *want = json_object(), *conds = json_array(), *patch, *body;
   char err[GQ_DEC_MSG_MAX], path[400];
+  struct quota_ctx *x;
 
-  if (!name)
+  if (!name || ctl_team(c, name)->qs_inflight) {
+    json_decref(want);
+    json_decref(conds);
     return;
+  }
   if (!q) {
     struct gq_teamquota tmp;
 
@@ -618,9 +634,17 @@ static void quota_status(const json_t *obj, void *typed, void *arg)
   body = json_pack("{s:o}", "status", patch);
   snprintf(path, sizeof(path), "/apis/%s/%s/teamquotas/%s/status", GQ_GROUP,
            GQ_VERSION, name);
+  x = gq_xcalloc(1, sizeof(*x));
+  x->c = c;
+  x->team = gq_xstrdup(name);
+  ctl_team(c, name)->qs_inflight = 1;
   ctl_write_begin(c);
-  if (gq_kclient_patch(c->kc, path, "merge", body, quota_done, c) != 0)
+  if (gq_kclient_patch(c->kc, path, "merge", body, quota_done, x) != 0) {
     ctl_write_end(c);
+    ctl_team(c, name)->qs_inflight = 0;
+    free(x->team);
+    free(x);
+  }
   json_decref(body);
 }
 
