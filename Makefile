@@ -48,8 +48,11 @@ test: build build-asan
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
 
+# Options: make demo TRACE=... SPEED=... CLUSTER=... EVENTS=... OUT=...
+# (see demo/run.sh).
 demo: build
-	@./demo/run.sh
+	@TRACE="$(TRACE)" SPEED="$(SPEED)" CLUSTER="$(CLUSTER)" EVENTS="$(EVENTS)" \
+	  OUT="$(OUT)" BUILD="$(BUILD)" ./demo/run.sh
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

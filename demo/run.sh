@@ -1,16 +1,42 @@
 #!/usr/bin/env bash
-# The main job, as far as it exists: the controller's own validation of the
-# example manifests, then a private redis-server, gpuq-sim with
-# clusters/mixed.yaml and gpuq-controller, all on loopback and one shared
-# accelerated clock; the examples are applied with the real kubectl and
-# gpuq queues, admits and places them. (The replay of the Philly trace
-# comes with issue 9.) Every process it starts is stopped at the end, also
-# on Ctrl-C.
+# The main job (`make demo`): gpuq on real input. A private redis-server,
+# gpuq-sim and gpuq-controller, on 127.0.0.1 with a temporary directory and
+# one shared accelerated clock, replay a real GPU cluster trace (500 jobs of
+# Microsoft's Philly cluster, 10 teams, by default) with TeamQuotas derived
+# from the teams' shares and a node event timeline (demo/events.yaml: one
+# node drained, one node's device plugin lost, mid-run). One live status
+# line while it runs; at the end the sim's summary, the checks that matter
+# and an output folder with report.json and SVG plots. Every process it
+# starts is stopped at the end, also on Ctrl-C.
+#
+# Options (environment, or `make demo VAR=...`):
+#   TRACE    job trace CSV (default traces/philly_small.csv)
+#   CLUSTER  gpuq-sim cluster file (default clusters/philly-small.yaml)
+#   EVENTS   node event timeline (default demo/events.yaml; "none" = none)
+#   SPEED    virtual seconds per real second (default 2000)
+#   OUT      output folder (default out/demo)
+#   BUILD    build directory with the binaries (default build)
+# Exit status: 0 when every check passed, 1 when one failed, 130 on Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scale=${SPEED:-60}
-cluster=${CLUSTER:-clusters/mixed.yaml}
+trace=${TRACE:-traces/philly_small.csv}
+cluster=${CLUSTER:-clusters/philly-small.yaml}
+events=${EVENTS:-demo/events.yaml}
+speed=${SPEED:-2000}
+out=${OUT:-out/demo}
+build=${BUILD:-build}
+
+for f in "$trace" "$cluster"; do
+  [ -f "$f" ] || { echo "demo: no such file: $f" >&2; exit 1; }
+done
+[ "$events" = none ] || [ -f "$events" ] ||
+  { echo "demo: no such file: $events (EVENTS)" >&2; exit 1; }
+for t in redis-server gnuplot kubectl curl python3; do
+  command -v "$t" >/dev/null ||
+    { echo "demo: '$t' not found on PATH (run \`make deps\`)" >&2; exit 1; }
+done
+
 epoch=$(date +%s)
 work=$(mktemp -d /tmp/gpuq-demo-XXXXXX)
 pids=()
@@ -20,58 +46,136 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM # cleanup runs from the EXIT trap
+trap 'echo; echo "demo: interrupted; stopping everything" >&2; exit 130' INT TERM
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-echo "== validating examples/ with the controller's decoders"
-./build/kubectl-gpuq validate -f examples/
+rm -rf "$out"
+mkdir -p "$out/data"
 
-echo
-echo "== starting redis-server, gpuq-sim ($cluster) and gpuq-controller (clock x$scale)"
+njobs=$(($(wc -l <"$trace") - 1))
+echo "== gpuq demo: $njobs jobs of $trace on $cluster, clock x$speed"
+echo "   trace: Microsoft Philly (CC BY 4.0; Jeon et al., USENIX ATC 2019; see traces/README.md)"
+[ "$events" = none ] || echo "   node events: $events"
+
 rport=$(free_port)
 redis-server --bind 127.0.0.1 --port "$rport" --save '' --appendonly no \
   --dir "$work" >"$work/redis.log" 2>&1 &
 pids+=($!)
-./build/gpuq-sim --listen 127.0.0.1:0 --kubeconfig-out "$work/kubeconfig" \
-  --crds crds --cluster "$cluster" --time-scale "$scale" --time-epoch "$epoch" \
-  >"$work/sim.out" 2>"$work/sim.log" &
-pids+=($!)
+sim_args=(--listen 127.0.0.1:0 --kubeconfig-out "$work/kubeconfig" --crds crds
+          --cluster "$cluster" --trace "$trace" --report "$out/report.json"
+          --series "$out/data" --time-scale "$speed" --time-epoch "$epoch")
+[ "$events" = none ] || sim_args+=(--events "$events")
+# The sim waits for the controller: its replay starts at once, so the
+# controller is started right after the sim is listening.
+"$build/gpuq-sim" "${sim_args[@]}" >"$work/sim.out" 2>"$work/sim.log" &
+sim_pid=$!
+pids+=($sim_pid)
 for _ in $(seq 1 200); do [ -f "$work/kubeconfig" ] && break; sleep 0.05; done
-head -1 "$work/sim.out"
+[ -f "$work/kubeconfig" ] || { echo "demo: gpuq-sim did not start:" >&2; cat "$work/sim.log" >&2; exit 1; }
+sim_url=$(head -1 "$work/sim.out" | sed 's/.* //')
 mport=$(free_port)
-./build/gpuq-controller --kubeconfig "$work/kubeconfig" \
+"$build/gpuq-controller" --kubeconfig "$work/kubeconfig" \
   --redis "redis://127.0.0.1:$rport/0" --metrics-addr "127.0.0.1:$mport" \
-  --time-scale "$scale" --time-epoch "$epoch" 2>"$work/controller.log" &
-pids+=($!)
-k() { kubectl --kubeconfig "$work/kubeconfig" --cache-dir "$work/cache" "$@"; }
+  --time-scale "$speed" --time-epoch "$epoch" 2>"$work/controller.log" &
+ctl_pid=$!
+pids+=($ctl_pid)
+
+# One live status line, from the sim's report while it runs.
+status_line() {
+  curl -sf --max-time 2 "$sim_url/sim/v1/report" | python3 -c '
+import json, sys
+r = json.load(sys.stdin); p = r.get("replay") or {}
+v = p.get("virtual_s", 0)
+print("virtual %3dh%02dm  queued %4d  running %4d  done %4d/%d  GPUs busy %4d  preemptions %d"
+      % (v // 3600, v % 3600 // 60, p.get("queued", 0), p.get("running", 0),
+         p.get("ended", 0), p.get("jobs", 0), r.get("busy_gpus", 0),
+         r.get("preemptions", 0)))' 2>/dev/null || true
+}
+started=$(date +%s)
+last=0
+while kill -0 "$sim_pid" 2>/dev/null; do
+  if ! kill -0 "$ctl_pid" 2>/dev/null; then
+    echo; echo "demo: gpuq-controller exited early; its log:" >&2
+    tail -20 "$work/controller.log" >&2
+    exit 1
+  fi
+  line=$(status_line)
+  if [ -n "$line" ]; then
+    if [ -t 1 ]; then
+      printf '\r  %s ' "$line"
+    elif [ $(( $(date +%s) - last )) -ge 10 ]; then
+      echo "  $line"; last=$(date +%s)
+    fi
+  fi
+  sleep 1
+done
+[ -t 1 ] && echo
+set +e
+wait "$sim_pid"
+sim_rc=$?
+set -e
+elapsed=$(( $(date +%s) - started ))
+
+sed -n '/== replay summary/,$p' "$work/sim.out"
+if [ ! -f "$out/report.json" ]; then
+  echo "demo: the replay ended without a report (exit $sim_rc); sim log:" >&2
+  tail -20 "$work/sim.log" >&2
+  exit 1
+fi
 
 echo
-echo "== applying examples/ (TeamQuotas and GpuJobs)"
-for ns in research vision interns; do k create namespace "$ns" >/dev/null; done
-k apply -f examples/
-for _ in $(seq 1 100); do
-  if ! k get gpujobs -A --no-headers | grep -qvE 'Running|Succeeded|Failed|Queued +[0-9]'; then
-    break
-  fi
-  sleep 0.1
+echo "== plots"
+marks=""
+if [ "$events" != none ]; then
+  marks=$(python3 - "$events" <<'EOF'
+import re, sys
+# The timeline's events as "HOURS LABEL" pairs for the plots (the file is
+# the sim's own YAML flow-style list; only at, node and action are read).
+marks = []
+for line in open(sys.argv[1]):
+    at = re.search(r"\bat:\s*(\d+)", line)
+    act = re.search(r"\baction:\s*([\w-]+)", line)
+    node = re.search(r"\bnode:\s*([\w.-]+)", line)
+    if at and act:
+        marks.append("%.2f %s %s" % (int(at.group(1)) / 3600, act.group(1),
+                                     node.group(1) if node else ""))
+print(";".join(marks))
+EOF
+)
+fi
+gpus=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["gpus"])' "$out/report.json")
+gnuplot -e "data='$out/data'; gpus=$gpus; marks='$marks'" demo/plots.gp
+for f in queue_depth gpu_utilization queue_times; do
+  mv "$out/data/$f.svg" "$out/$f.svg"
+  echo "  $out/$f.svg"
 done
-sleep 1
+
 echo
-k get nodes
+echo "== checks"
+checks_rc=0
+python3 - "$out/report.json" "$events" "$njobs" <<'EOF' || checks_rc=1
+import json, sys
+r = json.load(open(sys.argv[1]))
+ended = r["jobs_completed"] + r["jobs_failed"]
+checks = [
+    ("every job ended (%d of %d submitted, %d in the trace; %d failed)"
+     % (ended, r["jobs_submitted"], int(sys.argv[3]), r["jobs_failed"]),
+     ended == r["jobs_submitted"] == int(sys.argv[3])),
+    ("invariant violations = 0", r["invariant_violations"] == 0),
+    ("placement misses = 0", r["placement_misses"] == 0),
+]
+if sys.argv[2] != "none":
+    checks.append(("drained jobs resumed from a checkpoint (checkpoint_resumes = %d)"
+                   % r["checkpoint_resumes"], r["checkpoint_resumes"] > 0))
+bad = 0
+for name, ok in checks:
+    print("  %s %s" % ("ok  " if ok else "FAIL", name))
+    bad += not ok
+sys.exit(1 if bad else 0)
+EOF
 echo
-k get teamquotas
-echo
-k get gpujobs -A
-echo
-k get pods -A -o wide
-echo
-echo "== gpuq metrics (excerpt of http://127.0.0.1:$mport/metrics)"
-curl -s "http://127.0.0.1:$mport/metrics" |
-  grep -E '^gpuq_(admitted_gpus|pending_jobs|nominal_gpus|admissions_total)' || true
-echo
-echo "== sim invariant checker"
-curl -s "$(head -1 "$work/sim.out" | sed 's/.* //')/sim/v1/report" |
-  python3 -c 'import json,sys; r=json.load(sys.stdin); print("invariant violations:", r["invariant_violations"], " placement misses:", r["placement_misses"])'
+echo "demo: replay took ${elapsed}s of real time; output in $(cd "$out" && pwd)"
+exit $checks_rc

@@ -4,7 +4,8 @@
  *            [--tls-cert C --tls-key K [--tls-ca CA]] [--crds DIR]
  *            [--watch-window N] [--bookmark-interval-ms MS]
  *            [--cluster FILE] [--trace FILE [--quotas FILE]
- *             [--checkpoint GRACE,INTERVAL,WRITE|none] [--report PATH]]
+ *             [--checkpoint GRACE,INTERVAL,WRITE|none] [--report PATH]
+ *             [--series DIR]]
  *            [--events FILE] [--scenario FILE [--hook NAME=COMMAND]...]
  *            [--time-scale S --time-epoch E]
  *            [--log-level L]
@@ -53,7 +54,7 @@ static void usage(FILE *f)
           "                [--bookmark-interval-ms MS]\n"
           "                [--cluster FILE] [--trace FILE [--quotas FILE]\n"
           "                 [--checkpoint GRACE,INTERVAL,WRITE|none]\n"
-          "                 [--report PATH]] [--events FILE]\n"
+          "                 [--report PATH] [--series DIR]] [--events FILE]\n"
           "                [--scenario FILE [--hook NAME=COMMAND]...]\n"
           "                [--time-scale S --time-epoch E] [--log-level L]\n");
 }
@@ -128,6 +129,8 @@ static int parse_args(int argc, char **argv, struct args *a)
       a->replay.events = v;
     else if (!strcmp(f, "--report"))
       a->replay.report = v;
+    else if (!strcmp(f, "--series"))
+      a->replay.series = v;
     else if (!strcmp(f, "--scenario"))
       a->replay.scenario = v;
     else if (!strcmp(f, "--hook")) {

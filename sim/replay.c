@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MAX_TRACE_JOBS 1000000
 #define SAMPLES 400 /* time-series points over a replay */
@@ -446,28 +447,45 @@ static void push(json_t *obj, const char *key, json_t *v)
   json_array_append_new(arr, v);
 }
 
-static void sample(struct gq_sim *s, struct gq_sim_replay *r)
+/* Counts the submitted jobs that have not ended: running (started at
+ * least once) and waiting, the latter per team in queued (when not NULL;
+ * an object team -> integer, every team present). */
+static void count_jobs(const struct gq_sim_replay *r, json_t *queued,
+                       int64_t *running, int64_t *waiting)
 {
-  json_t *rep = gq_sim_report_json(s), *queued = json_object();
-  json_t *qs = json_object_get(r->series, "queued");
-  int64_t running = 0;
   const char *team;
   json_t *v;
 
-  json_object_foreach(r->teams, team, v)
-    json_object_set_new(queued, team, json_integer(0));
+  *running = *waiting = 0;
+  if (queued)
+    json_object_foreach(r->teams, team, v)
+      json_object_set_new(queued, team, json_integer(0));
   for (size_t i = 0; i < r->next; i++) {
-    struct job *j = &r->jobs[i];
+    const struct job *j = &r->jobs[i];
 
     if (j->ended)
       continue;
-    if (j->start_vms)
-      running++;
-    else
+    if (j->start_vms) {
+      (*running)++;
+      continue;
+    }
+    (*waiting)++;
+    if (queued)
       json_object_set_new(queued, j->team,
                           json_integer(json_integer_value(json_object_get(
                                            queued, j->team)) + 1));
   }
+}
+
+static void sample(struct gq_sim *s, struct gq_sim_replay *r)
+{
+  json_t *rep = gq_sim_report_json(s), *queued = json_object();
+  json_t *qs = json_object_get(r->series, "queued");
+  int64_t running, waiting;
+  const char *team;
+  json_t *v;
+
+  count_jobs(r, queued, &running, &waiting);
   push(r->series, "t", json_integer((gq_clock_now_ms() - r->t0_vms) / 1000));
   push(r->series, "busy_gpus",
        json_integer(json_integer_value(json_object_get(rep, "busy_gpus"))));
@@ -479,6 +497,22 @@ static void sample(struct gq_sim *s, struct gq_sim_replay *r)
   if (!r->finished)
     gq_sim_tev_add(s->engine, gq_clock_now_ms() + r->sample_vms,
                    GQ_TEV_SAMPLE, NULL, NULL, 0);
+}
+
+json_t *gq_sim_replay_live(struct gq_sim *s)
+{
+  struct gq_sim_replay *r = R(s);
+  int64_t running, waiting;
+
+  if (!r || !r->n_jobs)
+    return NULL;
+  count_jobs(r, NULL, &running, &waiting);
+  return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "virtual_s",
+                   (json_int_t)((gq_clock_now_ms() - r->t0_vms) / 1000),
+                   "jobs", (json_int_t)r->n_jobs, "submitted",
+                   (json_int_t)r->submitted, "queued", (json_int_t)waiting,
+                   "running", (json_int_t)running, "ended",
+                   (json_int_t)r->ended, "finished", r->finished);
 }
 
 /* --- the report --- */
@@ -633,6 +667,136 @@ static void print_summary(const json_t *rep)
   fflush(stdout);
 }
 
+/* --- data files for plots (--series DIR) --- */
+
+static int cmp_name(const void *a, const void *b)
+{
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The teams' names, sorted (borrowed from r->teams); *n gets the count.
+ * Free the array. */
+static const char **team_names(const struct gq_sim_replay *r, size_t *n)
+{
+  const char **names = gq_xcalloc(json_object_size(r->teams) + 1,
+                                  sizeof(*names));
+  const char *team;
+  json_t *v;
+
+  *n = 0;
+  json_object_foreach((json_t *)r->teams, team, v)
+    names[(*n)++] = team;
+  qsort(names, *n, sizeof(*names), cmp_name);
+  return names;
+}
+
+static FILE *series_file(const char *dir, const char *name, char *path,
+                         size_t len)
+{
+  FILE *f;
+
+  snprintf(path, len, "%s/%s", dir, name);
+  if (!(f = fopen(path, "w")))
+    GQ_LOG(GQ_ERROR, &lc, "cannot write '%s': %s", path, strerror(errno));
+  return f;
+}
+
+static void close_series(FILE *f, const char *path)
+{
+  if (fclose(f) != 0)
+    GQ_LOG(GQ_ERROR, &lc, "cannot write '%s': %s", path, strerror(errno));
+}
+
+/* utilization.dat and queued.dat: one row per sample (virtual hours; busy
+ * GPUs, utilization %, running jobs; waiting jobs per team), with a header
+ * row gnuplot reads as column titles. */
+static void write_timeseries(const struct gq_sim_replay *r, const char *dir,
+                             const char **names, size_t n_teams)
+{
+  const json_t *t = json_object_get(r->series, "t");
+  const json_t *busy = json_object_get(r->series, "busy_gpus");
+  const json_t *run = json_object_get(r->series, "running");
+  const json_t *qs = json_object_get(r->series, "queued");
+  char pu[1024], pq[1024];
+  FILE *fu = series_file(dir, "utilization.dat", pu, sizeof(pu));
+  FILE *fq = series_file(dir, "queued.dat", pq, sizeof(pq));
+
+  if (fu && fq) {
+    fprintf(fu, "hours busy_gpus utilization_pct running\n");
+    fprintf(fq, "hours");
+    for (size_t k = 0; k < n_teams; k++)
+      fprintf(fq, " %s", names[k]);
+    fprintf(fq, "\n");
+    for (size_t i = 0; i < json_array_size(t); i++) {
+      double h = (double)json_integer_value(json_array_get(t, i)) / 3600.0;
+      json_int_t b = json_integer_value(json_array_get(busy, i));
+
+      fprintf(fu, "%.4f %lld %.2f %lld\n", h, (long long)b,
+              r->total_gpus ? 100.0 * (double)b / (double)r->total_gpus : 0,
+              (long long)json_integer_value(json_array_get(run, i)));
+      fprintf(fq, "%.4f", h);
+      for (size_t k = 0; k < n_teams; k++)
+        fprintf(fq, " %lld", (long long)json_integer_value(json_array_get(
+                                 json_object_get(qs, names[k]), i)));
+      fprintf(fq, "\n");
+    }
+  }
+  if (fu)
+    close_series(fu, pu);
+  if (fq)
+    close_series(fq, pq);
+}
+
+/* queue_times.dat: for each team (one gnuplot data block each, separated
+ * by two blank lines, after a comment naming the team, in the sorted
+ * order of the first row of queued.dat), its jobs' queue times in
+ * seconds (submit to first start; at least 1 for a log axis), sorted, with
+ * the fraction of the team's started jobs at or below each: a CDF. */
+static void write_queue_times(const struct gq_sim_replay *r, const char *dir,
+                              const char **names, size_t n_teams)
+{
+  double *q = gq_xcalloc(r->n_jobs + 1, sizeof(double));
+  char path[1024];
+  FILE *f = series_file(dir, "queue_times.dat", path, sizeof(path));
+
+  for (size_t k = 0; f && k < n_teams; k++) {
+    size_t n = 0;
+
+    for (size_t i = 0; i < r->n_jobs; i++) {
+      const struct job *j = &r->jobs[i];
+      double w;
+
+      if (strcmp(j->team, names[k]) || !j->start_vms)
+        continue;
+      w = (double)(j->start_vms - r->t0_vms) / 1000.0 - (double)j->submit_s;
+      q[n++] = w < 1 ? 1 : w;
+    }
+    qsort(q, n, sizeof(double), cmp_double);
+    fprintf(f, "%s# %s: queue_s fraction\n", k ? "\n\n" : "", names[k]);
+    for (size_t i = 0; i < n; i++)
+      fprintf(f, "%.0f %.4f\n", q[i], (double)(i + 1) / (double)n);
+  }
+  if (f)
+    close_series(f, path);
+  free(q);
+}
+
+/* Writes the replay's plot data into dir (created if missing). */
+static void write_series(const struct gq_sim_replay *r, const char *dir)
+{
+  size_t n_teams;
+  const char **names;
+
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+    GQ_LOG(GQ_ERROR, &lc, "cannot create '%s': %s", dir, strerror(errno));
+    return;
+  }
+  names = team_names(r, &n_teams);
+  write_timeseries(r, dir, names, n_teams);
+  write_queue_times(r, dir, names, n_teams);
+  free(names);
+}
+
 static int64_t replay_start_real_ms;
 
 void gq__replay_finish(struct gq_sim *s, struct gq_sim_replay *r,
@@ -653,6 +817,8 @@ void gq__replay_finish(struct gq_sim *s, struct gq_sim_replay *r,
   if (r->o.report && json_dump_file(rep, r->o.report, JSON_INDENT(1)) != 0)
     GQ_LOG(GQ_ERROR, &lc, "cannot write report '%s': %s", r->o.report,
            strerror(errno));
+  if (r->o.series)
+    write_series(r, r->o.series);
   print_summary(rep);
   if (r->scenario)
     failed = gq__scenario_check(s, r, rep);

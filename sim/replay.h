@@ -17,7 +17,9 @@ struct gq_sim_replay_opts {
                              "120,1800,30" */
   const char *events;     /* YAML node event timeline, or NULL */
   const char *report;     /* report.json path, or NULL */
-  const char *series;     /* directory for time-series data files, or NULL */
+  const char *series;     /* directory for the plot data files written at
+                             the end (utilization.dat, queued.dat,
+                             queue_times.dat; gnuplot format), or NULL */
   const char *scenario;   /* scenario YAML (tests/scenarios), or NULL */
   const char *const *hooks; /* "NAME=COMMAND" for scenario 'run' events */
   size_t n_hooks;
@@ -51,6 +53,13 @@ struct gq_sim_replay_opts {
 int gq_sim_replay_start(struct gq_sim *s, const struct gq_sim_replay_opts *o,
                         char *err, size_t errlen);
 void gq_sim_replay_release(struct gq_sim *s);
+
+/* The replay's progress now, for GET /sim/v1/report while it runs: a new
+ * object {virtual_s (seconds since the trace's time 0), jobs (in the
+ * trace), submitted, queued (submitted, never started, not ended), running
+ * (started at least once, not ended), ended, finished (bool)}; NULL when
+ * no trace or scenario with jobs is replayed. */
+json_t *gq_sim_replay_live(struct gq_sim *s);
 
 /* Engine hooks. */
 void gq_sim_replay_tev(struct gq_sim *s, const struct gq_tev *t);

@@ -323,7 +323,11 @@ static void admin(struct gq_sim *s, struct gq_http_req *req, const char *path)
     json_decref(f);
     gq_sim_reply(req, 201, json_pack("{s:s}", "status", "Success"));
   } else if (!strcmp(path, "/sim/v1/report") && !strcmp(method, "GET")) {
-    gq_sim_reply(req, 200, gq_sim_report_json(s));
+    json_t *rep = gq_sim_report_json(s), *live = gq_sim_replay_live(s);
+
+    if (live)
+      json_object_set_new(rep, "replay", live);
+    gq_sim_reply(req, 200, rep);
   } else if (!strncmp(path, "/sim/v1/nodes/", 14) && !strcmp(method, "POST")) {
     node_action(s, req, path + 14);
   } else {

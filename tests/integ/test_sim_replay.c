@@ -5,7 +5,9 @@
  * on nodes with free GPUs, creates pinned pods, and marks the job Succeeded
  * when its pods have. The sim must finish on its own and write a report
  * with every job completed, no invariant violation and no placement miss
- * (issue 4's "done when"). */
+ * (issue 4's "done when"); while it runs, GET /sim/v1/report carries the
+ * replay's progress, and at the end --series writes the plot data files
+ * the demo draws (issue 9). */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -24,6 +26,7 @@
 
 static struct gq_test_sim sim;
 static char report_path[400];
+static int live_seen; /* a live report with the replay's progress was seen */
 
 static json_t *get(const char *path)
 {
@@ -242,6 +245,75 @@ static void try_finish(const json_t *job, const json_t *pods)
   }
 }
 
+/* The live progress in /sim/v1/report: consistent counts of the trace. */
+static void check_live(void)
+{
+  json_t *rep = get("/sim/v1/report");
+  const json_t *live = json_object_get(rep, "replay");
+  long long sub, q, run, end;
+
+  if (!rep)
+    return; /* the sim has just ended */
+  assert_non_null(live);
+  assert_int_equal(json_integer_value(json_object_get(live, "jobs")), 500);
+  sub = json_integer_value(json_object_get(live, "submitted"));
+  q = json_integer_value(json_object_get(live, "queued"));
+  run = json_integer_value(json_object_get(live, "running"));
+  end = json_integer_value(json_object_get(live, "ended"));
+  assert_true(sub >= 0 && sub <= 500 && q >= 0 && run >= 0 && end >= 0);
+  assert_int_equal(q + run + end, sub);
+  assert_true(json_integer_value(json_object_get(live, "virtual_s")) >= 0);
+  live_seen += sub > 0;
+  json_decref(rep);
+}
+
+/* Counts the lines of path that start with prefix ("" = every line). */
+static int count_lines(const char *path, const char *prefix)
+{
+  FILE *f = fopen(path, "r");
+  char line[4096];
+  int n = 0;
+
+  assert_non_null(f);
+  while (fgets(line, sizeof(line), f))
+    n += !strncmp(line, prefix, strlen(prefix));
+  fclose(f);
+  return n;
+}
+
+/* The plot data files (--series): one row per sample after a header row
+ * naming the teams, and each team's queue-time CDF (one block per team,
+ * one row per started job, the last fraction 1). */
+static void check_series(const char *dir, size_t samples)
+{
+  char path[600], line[4096];
+  FILE *f;
+  int rows = 0, last_one = 0;
+
+  snprintf(path, sizeof(path), "%s/utilization.dat", dir);
+  assert_int_equal(count_lines(path, ""), (int)samples + 1);
+  assert_int_equal(count_lines(path, "hours busy_gpus utilization_pct"), 1);
+  snprintf(path, sizeof(path), "%s/queued.dat", dir);
+  assert_int_equal(count_lines(path, ""), (int)samples + 1);
+  assert_int_equal(count_lines(path, "hours team-"), 1);
+  snprintf(path, sizeof(path), "%s/queue_times.dat", dir);
+  assert_int_equal(count_lines(path, "# team-"), 10);
+  f = fopen(path, "r");
+  assert_non_null(f);
+  while (fgets(line, sizeof(line), f)) {
+    double q, frac;
+
+    if (sscanf(line, "%lf %lf", &q, &frac) != 2)
+      continue;
+    assert_true(q >= 1 && frac > 0 && frac <= 1);
+    rows++;
+    last_one += frac == 1.0;
+  }
+  fclose(f);
+  assert_int_equal(rows, 500);
+  assert_int_equal(last_one, 10);
+}
+
 /* One pass of the trivial client. Returns 0 once the sim has gone. */
 static int client_pass(void)
 {
@@ -255,6 +327,7 @@ static int client_pass(void)
     json_decref(pods);
     return 0;
   }
+  check_live();
   free_by = free_gpus(nodes, pods);
   json_array_foreach(json_object_get(jobs, "items"), i, j) {
     const char *ph = str(j, "status", "phase");
@@ -273,12 +346,14 @@ static int client_pass(void)
 
 static void test_replay_philly_small(void **state)
 {
+  char dir[] = "/tmp/gpuq-replay-series-XXXXXX";
   const char *args[] = {"--cluster", "clusters/philly-small.yaml", "--trace",
                         "traces/philly_small.csv", "--time-scale", "10000",
-                        "--report", report_path, NULL};
+                        "--report", report_path, "--series", dir, NULL};
   json_t *rep;
 
   (void)state;
+  assert_non_null(mkdtemp(dir));
   snprintf(report_path, sizeof(report_path), "/tmp/gpuq-replay-report-%d.json",
            (int)getpid());
   assert_int_equal(gq_test_sim_start(&sim, args), 0);
@@ -308,6 +383,10 @@ static void test_replay_philly_small(void **state)
   assert_int_equal(json_object_size(json_object_get(rep, "teams")), 10);
   assert_true(json_array_size(json_object_get(
                   json_object_get(rep, "timeseries"), "t")) > 10);
+  assert_true(live_seen > 0);
+  check_series(dir, json_array_size(json_object_get(
+                        json_object_get(rep, "timeseries"), "t")));
+  gq_test_rmtree(dir);
   /* For the record (issue notes): how fast the sim replayed. */
   fprintf(stderr, "replay: %.0f virtual s in a run at %.0fx, utilization "
           "%.3f, Jain %.3f\n",
