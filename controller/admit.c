@@ -23,6 +23,9 @@
  *
  * Acting: each admission is one admit script in Redis, conditional on the
  * cohort's ledger version; its pods are created when Redis says ok.
+ *
+ * --policy fifo replaces the decision with the plain baseline that
+ * bench/replay compares gpuq with (decide_cohort_fifo).
  */
 #include "controller/ctl_int.h"
 
@@ -566,6 +569,97 @@ static void decide_cohort(struct pass *p, struct ccohort *k,
   free(scanned);
 }
 
+/* The first line of q that j's resource and products accept (as
+ * gq_assign_job tries them), or NULL. */
+static const struct gq_quota_res *fifo_line(const struct gq_teamquota *q,
+                                            const struct gq_gpujob *j)
+{
+  for (size_t i = 0; i < q->n_res; i++) {
+    const struct gq_quota_res *r = &q->res[i];
+
+    if (strcmp(r->resource, j->gpu_resource))
+      continue;
+    if (!j->n_products || !strcmp(r->flavor, GQ_FLAVOR_ANY))
+      return r;
+    for (size_t k = 0; k < j->n_products; k++)
+      if (!strcmp(j->products[k], r->flavor))
+        return r;
+  }
+  return NULL;
+}
+
+/* The plain FIFO baseline (--policy fifo), what a simple batch scheduler
+ * does and what bench/replay compares gpuq with: the cohort's jobs form
+ * one queue in queue-time order (then uid), whatever their team or
+ * priority; the head is admitted if its gang fits the free capacity (best
+ * fit, as gpuq places) and otherwise blocks every job behind it: no
+ * backfill, no reservations, no fair share, no team quota (so no
+ * borrowing), and no preemption. Only a job no quota line of its team
+ * accepts is passed over, as it could never run. Admission itself (Redis,
+ * pods, status) is gpuq's. */
+static void decide_cohort_fifo(struct pass *p, struct ccohort *k,
+                               struct cohort_pass *cp)
+{
+  size_t *heads = gq_xcalloc(cp->n, sizeof(*heads));
+  char why[1024];
+
+  for (;;) {
+    struct cjob *cj = NULL;
+    const struct gq_gpujob *j;
+    const struct gq_quota_res *line;
+    struct gq_assignment a = {0};
+    size_t ti = 0, *out;
+    int rc;
+
+    for (size_t i = 0; i < cp->n; i++) {
+      struct cjob *h = heads[i] < cp->teams[i]->n
+                           ? cp->teams[i]->q[heads[i]]
+                           : NULL;
+
+      if (h && (!cj || h->queued_ms < cj->queued_ms ||
+                (h->queued_ms == cj->queued_ms && strcmp(h->uid, cj->uid) < 0))) {
+        cj = h;
+        ti = i;
+      }
+    }
+    if (!cj)
+      break;
+    if (!(j = ctl_job_spec(p->c, cj))) {
+      heads[ti]++;
+      continue;
+    }
+    if (!(line = fifo_line(cp->tq[ti], j))) {
+      heads[ti]++;
+      cj->eta_ms = -1;
+      status_set(cj, "NoMatchingQuota", "team '%s' has no quota line for "
+                 "resource %s and this job's products", cj->team,
+                 j->gpu_resource);
+      status_flush(p->c, cj);
+      continue;
+    }
+    out = gq_xcalloc((size_t)j->replicas, sizeof(*out));
+    rc = gq_place_job(p->s, j, line->flavor, out, why, sizeof(why));
+    if (rc == 0) {
+      a.line = (size_t)(line - cp->tq[ti]->res);
+      a.flavor = line->flavor;
+      a.verdict = GQ_Q_FITS_NOMINAL;
+      gq_assign_flavor_key(j->gpu_resource, line->flavor, a.key,
+                           sizeof(a.key));
+      decide_admit(p, k, cj, j, &a, out); /* it left the queue */
+    } else {
+      p->blocked_capacity = 1;
+      cj->eta_ms = -1;
+      status_set(cj, "WaitingForCapacity", "first in the FIFO queue: %s",
+                 why);
+      status_flush(p->c, cj);
+    }
+    free(out);
+    if (rc != 0)
+      break; /* the head blocks everything behind it */
+  }
+  free(heads);
+}
+
 /* The team's quota summed over its lines, for ordering teams (shares are
  * judged on totals; the per-line check is gq_assign_job's). */
 static void team_totals(const struct gq_teamquota *q, const struct cteam *t,
@@ -621,7 +715,9 @@ void admit_pass(struct ctl *c)
         use_add(&cp, cp.n, t->use[i].key, t->use[i].gpus);
       cp.n++;
     }
-    if (cp.n)
+    if (cp.n && c->o.fifo)
+      decide_cohort_fifo(&p, k, &cp);
+    else if (cp.n)
       decide_cohort(&p, k, &cp);
     free(cp.teams);
     free(cp.tq);

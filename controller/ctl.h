@@ -33,6 +33,8 @@ struct gq_ctl_opts {
   const char *product_label;   /* NULL = nvidia.com/gpu.product */
   const char *topology_key;    /* NULL = topology.kubernetes.io/zone */
   int leader_elect;            /* campaign for the Lease below first */
+  int fifo;                    /* --policy fifo: the plain FIFO baseline
+                                  (admit.c; for comparisons, bench/replay) */
   const char *lease_ns, *lease_name, *identity;
   int64_t audit_s;             /* ledger audit period (real s); 0 = 60 */
   int64_t sweep_ms;            /* background position sweep period; 0 = 1000 */

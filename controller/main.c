@@ -5,6 +5,7 @@
  *                   [--health-addr ADDR] [--leader-elect]
  *                   [--lease-namespace NS] [--lease-name N] [--identity ID]
  *                   [--gpu-product-label KEY] [--topology-key KEY]
+ *                   [--policy gpuq|fifo]
  *                   [--kube-qps Q] [--kube-burst B]
  *                   [--time-scale S --time-epoch E] [--log-level L]
  *   gpuq-controller [--kubeconfig PATH] [--context C] --check-connection
@@ -42,6 +43,7 @@ static void usage(FILE *f)
       "         [--redis-prefix P] [--metrics-addr HOST:PORT] [--health-addr HOST:PORT]\n"
       "         [--leader-elect] [--lease-namespace NS] [--lease-name NAME]\n"
       "         [--identity ID] [--gpu-product-label KEY] [--topology-key KEY]\n"
+      "         [--policy gpuq|fifo]\n"
       "         [--kube-qps Q] [--kube-burst B] [--time-scale S --time-epoch E]\n"
       "         [--log-level L]\n"
       "       gpuq-controller [--kubeconfig PATH] [--context NAME] --check-connection\n");
@@ -246,6 +248,14 @@ int main(int argc, char **argv)
       co.product_label = v;
     else if (v && !strcmp(f, "--topology-key") && ++i)
       co.topology_key = v;
+    else if (v && !strcmp(f, "--policy") && ++i) {
+      if (strcmp(v, "gpuq") && strcmp(v, "fifo")) {
+        fprintf(stderr, "gpuq-controller: --policy: want gpuq or fifo, got "
+                "'%s'\n", v);
+        return 2;
+      }
+      co.fifo = !strcmp(v, "fifo");
+    }
     else if (v && !strcmp(f, "--time-scale") && ++i)
       scale = v;
     else if (v && !strcmp(f, "--time-epoch") && ++i)

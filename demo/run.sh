@@ -37,20 +37,15 @@ for t in redis-server gnuplot kubectl curl python3; do
     { echo "demo: '$t' not found on PATH (run \`make deps\`)" >&2; exit 1; }
 done
 
-epoch=$(date +%s)
 work=$(mktemp -d /tmp/gpuq-demo-XXXXXX)
-pids=()
+# shellcheck source=demo/stack.sh
+. demo/stack.sh
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  stack_stop
   rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'echo; echo "demo: interrupted; stopping everything" >&2; exit 130' INT TERM
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 
 rm -rf "$out"
 mkdir -p "$out/data"
@@ -60,28 +55,13 @@ echo "== gpuq demo: $njobs jobs of $trace on $cluster, clock x$speed"
 echo "   trace: Microsoft Philly (CC BY 4.0; Jeon et al., USENIX ATC 2019; see traces/README.md)"
 [ "$events" = none ] || echo "   node events: $events"
 
-rport=$(free_port)
-redis-server --bind 127.0.0.1 --port "$rport" --save '' --appendonly no \
-  --dir "$work" >"$work/redis.log" 2>&1 &
-pids+=($!)
-sim_args=(--listen 127.0.0.1:0 --kubeconfig-out "$work/kubeconfig" --crds crds
-          --cluster "$cluster" --trace "$trace" --report "$out/report.json"
-          --series "$out/data" --time-scale "$speed" --time-epoch "$epoch")
-[ "$events" = none ] || sim_args+=(--events "$events")
-# The sim waits for the controller: its replay starts at once, so the
-# controller is started right after the sim is listening.
-"$build/gpuq-sim" "${sim_args[@]}" >"$work/sim.out" 2>"$work/sim.log" &
-sim_pid=$!
-pids+=($sim_pid)
-for _ in $(seq 1 200); do [ -f "$work/kubeconfig" ] && break; sleep 0.05; done
-[ -f "$work/kubeconfig" ] || { echo "demo: gpuq-sim did not start:" >&2; cat "$work/sim.log" >&2; exit 1; }
-sim_url=$(head -1 "$work/sim.out" | sed 's/.* //')
-mport=$(free_port)
-"$build/gpuq-controller" --kubeconfig "$work/kubeconfig" \
-  --redis "redis://127.0.0.1:$rport/0" --metrics-addr "127.0.0.1:$mport" \
-  --time-scale "$speed" --time-epoch "$epoch" 2>"$work/controller.log" &
-ctl_pid=$!
-pids+=($ctl_pid)
+STACK_SIM_ARGS=(--crds crds --cluster "$cluster" --trace "$trace"
+                --report "$out/report.json" --series "$out/data")
+[ "$events" = none ] || STACK_SIM_ARGS+=(--events "$events")
+stack_start "$work" "$build" "$speed"
+sim_pid=$STACK_SIM_PID
+ctl_pid=$STACK_CTL_PID
+sim_url=$STACK_SIM_URL
 
 # One live status line, from the sim's report while it runs.
 status_line() {

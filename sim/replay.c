@@ -535,6 +535,17 @@ static double pct(const double *v, size_t n, double p)
   return v[i ? i - 1 : 0];
 }
 
+static double mean(const double *v, size_t n)
+{
+  double sum = 0;
+
+  for (size_t i = 0; i < n; i++)
+    sum += v[i];
+  return n ? sum / (double)n : 0;
+}
+
+/* Queue time (submit to first start) and JCT (submit to end) figures of
+ * the jobs of team, or of every job when team is NULL, in seconds. */
 static json_t *team_stats(struct gq_sim_replay *r, const char *team,
                           const json_t *gpu_s)
 {
@@ -546,7 +557,7 @@ static json_t *team_stats(struct gq_sim_replay *r, const char *team,
   for (size_t i = 0; i < r->n_jobs; i++) {
     struct job *j = &r->jobs[i];
 
-    if (strcmp(j->team, team))
+    if (team && strcmp(j->team, team))
       continue;
     jobs++;
     done += j->ended && !j->failed;
@@ -557,14 +568,19 @@ static json_t *team_stats(struct gq_sim_replay *r, const char *team,
   }
   qsort(q, n, sizeof(double), cmp_double);
   qsort(c, n, sizeof(double), cmp_double);
-  out = json_pack("{s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "jobs",
-                  (json_int_t)jobs, "completed", (json_int_t)done, "nominal",
-                  json_integer_value(json_object_get(r->teams, team)),
-                  "queue_p50_s", pct(q, n, 50), "queue_p95_s", pct(q, n, 95),
-                  "queue_p99_s", pct(q, n, 99), "jct_p50_s", pct(c, n, 50),
-                  "jct_p95_s", pct(c, n, 95), "jct_p99_s", pct(c, n, 99),
-                  "gpu_seconds",
-                  json_real_value(json_object_get(gpu_s, team)));
+  out = json_pack("{s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "jobs",
+                  (json_int_t)jobs, "completed", (json_int_t)done,
+                  "queue_mean_s", mean(q, n), "queue_p50_s", pct(q, n, 50),
+                  "queue_p95_s", pct(q, n, 95), "queue_p99_s", pct(q, n, 99),
+                  "jct_mean_s", mean(c, n), "jct_p50_s", pct(c, n, 50),
+                  "jct_p95_s", pct(c, n, 95), "jct_p99_s", pct(c, n, 99));
+  if (team) {
+    json_object_set_new(out, "nominal",
+                        json_integer(json_integer_value(
+                            json_object_get(r->teams, team))));
+    json_object_set_new(out, "gpu_seconds",
+                        json_real(json_real_value(json_object_get(gpu_s, team))));
+  }
   free(q);
   free(c);
   return out;
@@ -617,6 +633,7 @@ static json_t *build_report(struct gq_sim *s, struct gq_sim_replay *r,
   json_object_set_new(rep, "jobs_failed",
                       json_integer((json_int_t)(r->ended - completed)));
   json_object_set_new(rep, "teams", teams);
+  json_object_set_new(rep, "all_jobs", team_stats(r, NULL, gpu_s));
   json_object_set_new(rep, "gpus", json_integer(r->total_gpus));
   json_object_set_new(rep, "virtual_seconds", json_real(span));
   json_object_set_new(rep, "gpu_utilization",

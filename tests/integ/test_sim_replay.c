@@ -384,6 +384,16 @@ static void test_replay_philly_small(void **state)
   assert_true(json_array_size(json_object_get(
                   json_object_get(rep, "timeseries"), "t")) > 10);
   assert_true(live_seen > 0);
+  {
+    const json_t *all = json_object_get(rep, "all_jobs");
+    double qm = json_real_value(json_object_get(all, "queue_mean_s"));
+
+    assert_int_equal(json_integer_value(json_object_get(all, "jobs")), 500);
+    assert_true(qm >= 0);
+    assert_true(json_real_value(json_object_get(all, "jct_mean_s")) > qm);
+    assert_true(json_real_value(json_object_get(all, "queue_p99_s")) >=
+                json_real_value(json_object_get(all, "queue_p50_s")));
+  }
   check_series(dir, json_array_size(json_object_get(
                         json_object_get(rep, "timeseries"), "t")));
   gq_test_rmtree(dir);
