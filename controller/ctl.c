@@ -717,6 +717,7 @@ struct gq_ctl *gq_ctl_new(uv_loop_t *loop, struct gq_kclient *kc,
       0, NULL, lat_buckets, sizeof(lat_buckets) / sizeof(lat_buckets[0]));
   c->m_passes = gq_metrics_counter(m, "gpuq_admission_passes_total",
       "Admission passes run.", 0, NULL);
+  disrupt_metrics(c);
   return (struct gq_ctl *)c;
 }
 

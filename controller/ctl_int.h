@@ -92,6 +92,15 @@ struct cjob {
   struct cteam *t;   /* its team's queue while CJ_QUEUED */
   int dirty;         /* on the dirty list */
   struct cjob *dnext;
+  /* checkpoints and disruptions (DESIGN §5, disrupt.c) */
+  char *ckpt;           /* status.lastCheckpoint.location (owned), or NULL */
+  int64_t ckpt_ms;      /* its time (virtual ms) */
+  int64_t ckpt_attempt; /* the attempt that wrote it; 0 = read from status */
+  int64_t td_ms;        /* virtual ms the current teardown began */
+  int preempted;        /* disrupted and not running again yet */
+  char cause[64];       /* why: DisruptionTarget reason, or gpuq's own */
+  char *cause_msg;      /* the sentence saying so (owned) */
+  int64_t cause_grace_s; /* grace period the disrupting pod got; -1 unknown */
   UT_hash_handle hh;
 };
 
@@ -203,6 +212,8 @@ struct ctl {
   struct gq_metric *m_pending, *m_admitted_gpus, *m_nominal, *m_borrowed,
       *m_wait, *m_adm_latency, *m_gpu_seconds, *m_api_errors, *m_redis_errors,
       *m_drift, *m_frag, *m_lost_nodes, *m_admissions, *m_passes;
+  struct gq_metric *m_preemptions, *m_ckpt_duration, *m_lost_gpu_s,
+      *m_resumes; /* disrupt.c */
   int64_t frag_gpus;
   int64_t freed_ms;
   int closing;               /* timers still closing at stop */
@@ -244,6 +255,26 @@ void jobs_assumed_release(struct gq_podsched *req);
 void jobs_pod_seen(struct ctl *c, const json_t *pod, int present);
 void jobs_assume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);
 void jobs_unassume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);
+
+/* disrupt.c: the checkpoint protocol on disruptions (DESIGN §5) */
+/* Registers the preemption metrics on c->metrics (gq_ctl_new). */
+void disrupt_metrics(struct ctl *c);
+/* Reads a checkpoint location from the termination message of a pod of
+ * cj (pod: its JSON, borrowed; also its last state when it is deleted). */
+void disrupt_pod_seen(struct ctl *c, struct cjob *cj, const json_t *pod);
+/* Fills cj->cause and cause_msg from the pods that disrupted cj; writes
+ * the sentence for the teardown into why (len bytes). */
+void disrupt_describe(struct ctl *c, struct cjob *cj, char *why, size_t len);
+/* A disruption's teardown begins: events, conditions, timing. */
+void disrupt_begin(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);
+/* Every pod of a disrupted attempt is gone: counts it, says which
+ * checkpoint the next attempt resumes from. */
+void disrupt_done(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);
+/* The pods of a new attempt are being created: a resume, if cj has a
+ * checkpoint (event and metric). */
+void disrupt_resume(struct ctl *c, struct cjob *cj);
+/* Frees what disrupt.c keeps in cj. */
+void disrupt_forget(struct cjob *cj);
 
 /* admit.c */
 void admit_pass(struct ctl *c);

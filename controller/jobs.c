@@ -191,6 +191,7 @@ static void free_nodes(struct cjob *cj)
 void jobs_forget(struct ctl *c, struct cjob *cj)
 {
   status_forget(c, cj);
+  disrupt_forget(cj);
   free_nodes(cj);
   for (size_t i = 0; i < cj->n_pods; i++)
     free(cj->pods[i]);
@@ -250,6 +251,7 @@ void jobs_pod_seen(struct ctl *c, const json_t *pod, int present)
     HASH_ADD_KEYPTR(hh, c->jobs, cj->uid, strlen(cj->uid), cj);
   }
   snprintf(key, sizeof(key), "%s/%s", ns, name);
+  disrupt_pod_seen(c, cj, pod);
   if (present)
     forget_assumed(c, key);
   for (i = 0; i < cj->n_pods && strcmp(cj->pods[i], key); i++)
@@ -379,6 +381,7 @@ static void teardown(struct ctl *c, struct cjob *cj, enum cj_td td,
   if (td == TD_DISRUPTED) { /* evicted or deleted: its GPUs are still held */
     cj->phase = GQ_PHASE_PREEMPTING;
     status_set(cj, "Disrupted", "%s; requeued once its pods are gone", why);
+    disrupt_begin(c, cj, ctl_job_spec(c, cj));
   }
   GQ_LOG(GQ_INFO, &lc, "job %s attempt %lld: tearing down (%s): %s", cj->key,
          (long long)cj->attempt, td_reason(td), why);
@@ -414,6 +417,9 @@ static void requeue(struct ctl *c, struct cjob *cj)
   cj->state = CJ_NEW;
   cj->phase = GQ_PHASE_QUEUED;
   cj->td = TD_NONE;
+  status_event(c, cj, "Normal", "Requeued", "attempt %lld: back in team "
+               "'%s''s queue at its original place", (long long)cj->attempt,
+               cj->team);
   /* Redis: back at the original place (requeue keeps the queue time) */
   ctl_write_begin(c);
   if (gq_queue_requeue(&c->q, cj->cohort, cj->team, cj->uid, redis_done, c))
@@ -453,8 +459,7 @@ static void teardown_done(struct ctl *c, struct cjob *cj,
   case TD_DISRUPTED:
     cj->preemptions++;
     requeue(c, cj);
-    status_set(cj, "Requeued", "attempt %lld was disrupted; requeued at its "
-               "original place", (long long)cj->attempt);
+    disrupt_done(c, cj, j);
     break;
   case TD_DEADLINE:
     snprintf(msg, sizeof(msg), "ran longer than spec.activeDeadlineSeconds "
@@ -675,6 +680,7 @@ void jobs_create_pods(struct ctl *c, struct cjob *cj)
     json_decref(svc);
   }
   cj->creates_left = j->replicas;
+  disrupt_resume(c, cj);
   if (c->freed_ms) {
     gq_metric_observe(c->m_freed_to_create, NULL,
                       (double)(gq_clock_mono_ms() - c->freed_ms) / 1000.0);
@@ -690,7 +696,7 @@ void jobs_create_pods(struct ctl *c, struct cjob *cj)
       teardown(c, cj, TD_MISS, "its node is gone");
       continue;
     }
-    pod = gq_podspec_pod(j, cj->attempt, r, n, j->status.checkpoint);
+    pod = gq_podspec_pod(j, cj->attempt, r, n, cj->ckpt);
     ann = json_object_get(json_object_get(pod, "metadata"), "annotations");
     if (!json_is_object(ann)) {
       ann = json_object();
@@ -778,6 +784,11 @@ static void adopt(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
   cj->failures = j->status.failures;
   cj->preemptions = j->status.preemptions;
   cj->phase = j->status.phase;
+  if (j->status.checkpoint && !cj->ckpt) {
+    cj->ckpt = gq_xstrdup(j->status.checkpoint);
+    cj->ckpt_ms = j->status.checkpoint_ms;
+  }
+  cj->preempted = j->status.phase == GQ_PHASE_PREEMPTING;
   count_pods(c, cj, &pc);
   if (pc.max_attempt > cj->attempt) {
     cj->attempt = pc.max_attempt;
@@ -920,8 +931,10 @@ static void reconcile_active(struct ctl *c, struct cjob *cj,
   if (pc.disrupted || (cj->creates_left == 0 &&
                        pods_seen(c, cj, j) < j->replicas &&
                        pc.succeeded < j->replicas)) {
-    teardown(c, cj, TD_DISRUPTED, pc.disrupted ? "a pod was evicted or "
-             "deleted" : "a pod of the gang is missing");
+    char why[512];
+
+    disrupt_describe(c, cj, why, sizeof(why));
+    teardown(c, cj, TD_DISRUPTED, why);
     return;
   }
   if (cj->creates_left > 0)

@@ -186,6 +186,9 @@ json_t *gq_podspec_pod(const struct gq_gpujob *j, int64_t attempt,
   if (j->priority_class)
     json_object_set_new(spec, "priorityClassName",
                         json_string(j->priority_class));
+  if (j->has_checkpoint) /* SIGTERM leaves it the time to checkpoint */
+    json_object_set_new(spec, "terminationGracePeriodSeconds",
+                        json_integer(j->grace_s));
   pin_node(spec, node);
 
   containers = json_object_get(spec, "containers");
@@ -215,6 +218,9 @@ json_t *gq_podspec_pod(const struct gq_gpujob *j, int64_t attempt,
     json_array_foreach(list, i, c) {
       if (!json_is_object(c))
         continue;
+      if (j->has_checkpoint && k == 0) /* the location goes there */
+        json_object_set_new(c, "terminationMessagePolicy",
+                            json_string("File"));
       env_set(c, GQ_ENV_JOB, j->meta.name);
       env_set_int(c, GQ_ENV_ATTEMPT, attempt);
       if (resume_from)

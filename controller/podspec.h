@@ -71,7 +71,12 @@ void gq_podspec_service_name(const struct gq_gpujob *j, char *buf, size_t len);
  *     references keep working;
  *   - restartPolicy Never when the template has none (a failed replica is
  *     retried by gpuq, as a new attempt of the gang);
- *   - priorityClassName from spec.priorityClassName when set. */
+ *   - priorityClassName from spec.priorityClassName when set;
+ *   - for a job with spec.checkpoint (DESIGN §5): terminationGracePeriodSeconds
+ *     = checkpoint.gracePeriodSeconds (replacing the template's), and
+ *     terminationMessagePolicy File on every container, so that the
+ *     "checkpoint=<location>" line written to /dev/termination-log after
+ *     SIGTERM reaches the pod's status. */
 json_t *gq_podspec_pod(const struct gq_gpujob *j, int64_t attempt,
                      int32_t replica, const struct gq_node *node,
                      const char *resume_from);

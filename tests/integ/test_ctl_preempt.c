@@ -1,0 +1,454 @@
+/* gpuq-controller end to end, preemption and drains (issue 8, DESIGN §4,
+ * §5): against gpuq-sim (kubelets that checkpoint on SIGTERM and write
+ * checkpoint=sim://... termination messages) and a private redis-server,
+ * with the real kubectl for cordon and drain, each test on a fresh cluster:
+ *   - a cordon alone changes nothing for a running job; kubectl drain of
+ *     the node of a checkpointing 2-replica job completes on its own and
+ *     the job resumes elsewhere from the checkpoint written at the drain,
+ *     losing (almost) no work; a drain whose grace period is too short for
+ *     the checkpoint resumes it from the previous one, and says so.
+ * The clock runs 10x (virtual seconds in the job specs); every wait is for
+ * a condition, with a deadline; each test ends with the sim's report
+ * (invariant violations, placement misses) and a clean controller exit.
+ *
+ * Debugging: GQ_TEST_FILTER=<glob> runs only the matching tests,
+ * GQ_TEST_LOGS=1 prints the events and logs even when a test passes.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "tests/support/fixture.h"
+#include "tests/support/proc.h"
+#include "tests/support/redis.h"
+
+#define WAIT_MS 30000
+#define GJ "/apis/gpuq.dev/v1alpha1"
+#define NS "team-a"
+
+static const char *const clock_args[] = {"--time-scale", "10", "--time-epoch",
+                                         "1800000000", NULL};
+
+static struct {
+  char dir[256];
+  struct gq_test_sim sim;
+  struct gq_test_redis redis;
+  struct gq_test_ctl ctl;
+  int up, passed;
+} w;
+
+/* ---- the world ----------------------------------------------------------- */
+
+/* Nodes "name:gpus" (H100s), Redis, the sim, namespace team-a, the
+ * controller (with extra arguments, may be NULL). */
+static void world_up(const char *const *nodes, const char *const *extra)
+{
+  const char *tmp = getenv("TMPDIR");
+  const char *args[24];
+  char cluster[320];
+  int n = 0;
+  FILE *f;
+
+  memset(&w, 0, sizeof(w));
+  snprintf(w.dir, sizeof(w.dir), "%s/gpuq-preempt-XXXXXX",
+           tmp && *tmp ? tmp : "/tmp");
+  assert_non_null(mkdtemp(w.dir));
+  snprintf(cluster, sizeof(cluster), "%s/cluster.yaml", w.dir);
+  f = fopen(cluster, "w");
+  assert_non_null(f);
+  fprintf(f, "nodes: []\ngroups:\n");
+  for (; *nodes; nodes++) {
+    const char *colon = strchr(*nodes, ':');
+
+    fprintf(f, "- {count: 1, prefix: '%.*s', cpu: '128', memory: 2000Gi, "
+            "pods: 110, gpu: {product: NVIDIA-H100-80GB-HBM3, memoryMiB: "
+            "81559, count: %s}}\n", (int)(colon - *nodes), *nodes, colon + 1);
+  }
+  fclose(f);
+  args[n++] = "--cluster";
+  args[n++] = cluster;
+  for (int i = 0; clock_args[i]; i++)
+    args[n++] = clock_args[i];
+  args[n] = NULL;
+  w.up = 1;
+  assert_int_equal(gq_test_redis_start(&w.redis, NULL), 0);
+  assert_int_equal(gq_test_sim_start(&w.sim, args), 0);
+  json_decref(gq_test_sim_call(&w.sim, "POST", "/api/v1/namespaces",
+                               "{\"metadata\":{\"name\":\"" NS "\"}}", 201));
+  n = 0;
+  for (int i = 0; clock_args[i]; i++)
+    args[n++] = clock_args[i];
+  for (; extra && *extra && n < 23; extra++)
+    args[n++] = *extra;
+  args[n] = NULL;
+  assert_int_equal(gq_test_ctl_start(&w.ctl, &w.sim, w.redis.url, 0, args),
+                   0);
+}
+
+static void print_file(const char *what, const char *path)
+{
+  char *text = gq_test_read_file(path, NULL);
+
+  fprintf(stderr, "---- %s ----\n%s\n", what, text ? text : "");
+  free(text);
+}
+
+static int world_down(void **state)
+{
+  (void)state;
+  if (!w.up)
+    return 0;
+  if (!w.passed || getenv("GQ_TEST_LOGS")) {
+    json_t *l = gq_test_sim_call(&w.sim, "GET", "/api/v1/namespaces/" NS
+                                 "/events", NULL, 200), *e;
+    size_t i;
+
+    json_array_foreach(json_object_get(l, "items"), i, e)
+      fprintf(stderr, "event %s %s: %s\n",
+              json_string_value(json_object_get(json_object_get(e,
+                  "involvedObject"), "name")) ?: "",
+              json_string_value(json_object_get(e, "reason")) ?: "",
+              json_string_value(json_object_get(e, "message")) ?: "");
+    json_decref(l);
+    print_file("controller log", w.ctl.log);
+    print_file("sim log", w.sim.log);
+  }
+  gq_test_ctl_stop(&w.ctl);
+  gq_test_sim_stop(&w.sim);
+  gq_test_redis_stop(&w.redis);
+  gq_test_rmtree(w.dir);
+  w.up = 0;
+  return 0;
+}
+
+/* ---- objects and reading them back --------------------------------------- */
+
+/* POSTs single-quoted JSON to path. */
+static void post_sq(const char *path, const char *sq)
+{
+  json_t *o = gq_test_json_sq(sq);
+  char *body = json_dumps(o, JSON_COMPACT);
+
+  json_decref(gq_test_sim_call(&w.sim, "POST", path, body, 201));
+  free(body);
+  json_decref(o);
+}
+
+/* TeamQuota 'team' for namespace team-a: nominal GPUs of any flavor; rest:
+ * more spec members (single quotes, leading comma), or "". */
+static void quota(const char *team, int nominal, const char *rest)
+{
+  char buf[1024];
+
+  snprintf(buf, sizeof(buf), "{'apiVersion':'gpuq.dev/v1alpha1','kind':"
+           "'TeamQuota','metadata':{'name':'%s'},'spec':{'namespaces':['"
+           NS "'],'resources':[{'flavor':'*','nominal':%d}]%s}}", team,
+           nominal, rest);
+  post_sq(GJ "/teamquotas", buf);
+}
+
+struct job {
+  const char *name, *team; /* team NULL = team-a */
+  int replicas, gpus, run_s, priority;
+  int ckpt_s;  /* sim: seconds to write a checkpoint after SIGTERM; 0 none */
+  int grace_s; /* spec.checkpoint.gracePeriodSeconds; 0 = no checkpoint */
+  const char *spec; /* more spec members (leading comma), or NULL */
+};
+
+static void job(const struct job *j)
+{
+  char buf[2048], ck[128] = "", ann[160] = "";
+
+  if (j->grace_s)
+    snprintf(ck, sizeof(ck), ",'checkpoint':{'gracePeriodSeconds':%d,"
+             "'intervalSeconds':1800}", j->grace_s);
+  if (j->ckpt_s)
+    snprintf(ann, sizeof(ann), ",'sim.gpuq.dev/checkpoint-seconds':'%d'",
+             j->ckpt_s);
+  snprintf(buf, sizeof(buf), "{'apiVersion':'gpuq.dev/v1alpha1','kind':"
+           "'GpuJob','metadata':{'name':'%s','namespace':'" NS "'},'spec':{"
+           "'team':'%s','replicas':%d,'gpusPerReplica':%d,'priority':%d,"
+           "'expectedDurationSeconds':%d%s%s,'template':{'metadata':{"
+           "'annotations':{'sim.gpuq.dev/run-seconds':'%d'%s}},'spec':{"
+           "'containers':[{'name':'c','image':'x'}]}}}}", j->name,
+           j->team ? j->team : NS, j->replicas ? j->replicas : 1, j->gpus,
+           j->priority, j->run_s, ck, j->spec ? j->spec : "", j->run_s, ann);
+  post_sq(GJ "/namespaces/" NS "/gpujobs", buf);
+}
+
+static void job_path(const char *name, char *buf, size_t len)
+{
+  snprintf(buf, len, GJ "/namespaces/" NS "/gpujobs/%s", name);
+}
+
+/* The job's status (new reference). */
+static json_t *status_of(const char *name)
+{
+  char path[256];
+  json_t *j, *s;
+
+  job_path(name, path, sizeof(path));
+  j = gq_test_sim_call(&w.sim, "GET", path, NULL, 200);
+  s = json_incref(json_object_get(j, "status"));
+  json_decref(j);
+  return s ? s : json_object();
+}
+
+static long long status_int(const char *name, const char *k)
+{
+  json_t *s = status_of(name);
+  long long v = json_integer_value(json_object_get(s, k));
+
+  json_decref(s);
+  return v;
+}
+
+/* Waits for status field (dotted path) of the job to be want. */
+static void wait_field(const char *name, const char *field, const char *want)
+{
+  char path[256];
+
+  job_path(name, path, sizeof(path));
+  if (!gq_test_wait_field(&w.sim, path, field, want, WAIT_MS)) {
+    json_t *s = status_of(name);
+    char *d = json_dumps(s, JSON_INDENT(1));
+
+    fail_msg("job %s: %s never became '%s'; status: %s", name, field, want,
+             d);
+  }
+}
+
+/* status.lastCheckpoint.location, copied into buf ("" when none). */
+static void last_checkpoint(const char *name, char *buf, size_t len)
+{
+  json_t *s = status_of(name);
+  const char *v = json_string_value(json_object_get(
+      json_object_get(s, "lastCheckpoint"), "location"));
+
+  snprintf(buf, len, "%s", v ? v : "");
+  json_decref(s);
+}
+
+/* The condition of the given type (its status, "" when absent). */
+static const char *condition(const json_t *st, const char *type)
+{
+  const json_t *e;
+  size_t i;
+
+  json_array_foreach(json_object_get(st, "conditions"), i, e) {
+    if (!strcmp(json_string_value(json_object_get(e, "type")) ?: "", type))
+      return json_string_value(json_object_get(e, "status")) ?: "";
+  }
+  return "";
+}
+
+/* The job's pods of attempt 'attempt' (new reference: an array). */
+static json_t *pods_of(const char *name, int attempt)
+{
+  char path[320];
+  json_t *l, *items;
+
+  snprintf(path, sizeof(path), "/api/v1/namespaces/" NS "/pods?labelSelector="
+           "gpuq.dev/job%%3D%s,gpuq.dev/attempt%%3D%d", name, attempt);
+  l = gq_test_sim_call(&w.sim, "GET", path, NULL, 200);
+  items = json_incref(json_object_get(l, "items"));
+  json_decref(l);
+  return items ? items : json_array();
+}
+
+/* Every pod of the attempt runs on 'node' with GPUQ_RESUME_FROM = resume
+ * (NULL: not set), and there are n of them. */
+static void expect_pods(const char *name, int attempt, int n,
+                        const char *node, const char *resume)
+{
+  json_t *items = pods_of(name, attempt), *p;
+  size_t i;
+
+  if ((int)json_array_size(items) != n)
+    fail_msg("job %s attempt %d: %zu pods, want %d", name, attempt,
+             json_array_size(items), n);
+  json_array_foreach(items, i, p) {
+    const json_t *c = json_array_get(json_object_get(json_object_get(p,
+                                                     "spec"), "containers"), 0);
+    const json_t *e;
+    const char *got = NULL, *on = json_string_value(json_object_get(
+        json_object_get(p, "spec"), "nodeName"));
+    size_t k;
+
+    json_array_foreach(json_object_get(c, "env"), k, e) {
+      if (!strcmp(json_string_value(json_object_get(e, "name")) ?: "",
+                  "GPUQ_RESUME_FROM"))
+        got = json_string_value(json_object_get(e, "value"));
+    }
+    if (node && (!on || strcmp(on, node)))
+      fail_msg("job %s attempt %d: a pod on '%s', want '%s'", name, attempt,
+               on ? on : "", node);
+    if (resume ? !got || strcmp(got, resume) : got != NULL)
+      fail_msg("job %s attempt %d: GPUQ_RESUME_FROM '%s', want '%s'", name,
+               attempt, got ? got : "(unset)", resume ? resume : "(unset)");
+  }
+  json_decref(items);
+}
+
+/* Events about job 'name' with this reason. */
+static int events(const char *name, const char *reason)
+{
+  char path[400];
+  json_t *l, *e;
+  size_t i;
+  int n = 0;
+
+  snprintf(path, sizeof(path), "/api/v1/namespaces/" NS "/events?"
+           "fieldSelector=involvedObject.name%%3D%s,reason%%3D%s", name,
+           reason);
+  l = gq_test_sim_call(&w.sim, "GET", path, NULL, 200);
+  json_array_foreach(json_object_get(l, "items"), i, e)
+    n++;
+  json_decref(l);
+  return n;
+}
+
+/* Runs kubectl; fails the test unless it exits with 0. */
+#define KUBECTL(...)                                                         \
+  do {                                                                       \
+    struct gq_test_out o_;                                                   \
+    gq_test_kubectl(&w.sim, &o_, NULL, __VA_ARGS__, NULL);                   \
+    if (o_.status != 0)                                                      \
+      fail_msg("kubectl exit %d\nstdout: %s\nstderr: %s", o_.status,        \
+               o_.out, o_.err);                                              \
+    gq_test_out_free(&o_);                                                   \
+  } while (0)
+
+/* The sim's report (new reference). */
+static json_t *report(void)
+{
+  return gq_test_sim_call(&w.sim, "GET", "/sim/v1/report", NULL, 200);
+}
+
+/* The end of every test: no invariant violated, no placement miss, a clean
+ * controller exit. */
+static void done(void)
+{
+  json_t *r = report();
+
+  if (json_integer_value(json_object_get(r, "invariant_violations")) ||
+      json_integer_value(json_object_get(r, "placement_misses"))) {
+    char *s = json_dumps(r, JSON_INDENT(1));
+
+    fail_msg("sim report: %s", s);
+  }
+  json_decref(r);
+  assert_int_equal(gq_test_ctl_stop(&w.ctl), 0);
+  w.passed = 1;
+}
+
+/* ---- 1. kubectl drain of a checkpointing gang ---------------------------- */
+
+/* 'ck' (2 x 4 GPUs, checkpoints in 20 s, grace 60 s) runs on pa-00, the
+ * best fit (12 GPUs) of pa-00 and pb-00 (16). A cordon of pa-00 changes
+ * nothing for it (a 4-GPU probe, whose best fit would be pa-00's last 4,
+ * goes to pb-00 instead, which shows gpuq saw the cordon). kubectl drain
+ * pa-00 then completes on its own: both replicas checkpoint, and the
+ * gang resumes on pb-00 from that checkpoint, with nearly no work lost.
+ * Then pa-00 is uncordoned and pb-00 drained with a 1 s grace period,
+ * too short for the checkpoint: the job resumes on pa-00 from the
+ * previous checkpoint, and the NoCheckpoint event says so. No disruption
+ * counts toward backoffLimit. */
+static void test_drain_checkpoint(void **state)
+{
+  static const char *const nodes[] = {"pa-:12", "pb-:16", NULL};
+  struct job ck = {.name = "ck", .replicas = 2, .gpus = 4, .run_s = 36000,
+                   .ckpt_s = 20, .grace_s = 60};
+  struct job probe = {.name = "probe", .gpus = 4, .run_s = 5};
+  char loc[512], loc2[512];
+  json_t *st, *r;
+  double lost;
+
+  (void)state;
+  world_up(nodes, NULL);
+  quota(NS, 40, "");
+  job(&ck);
+  wait_field("ck", "status.phase", "Running");
+  expect_pods("ck", 1, 2, "pa-00", NULL);
+  KUBECTL("cordon", "pa-00");
+  job(&probe);
+  wait_field("probe", "status.phase", "Succeeded");
+  expect_pods("probe", 1, 1, "pb-00", NULL);
+  /* the cordon changed nothing for ck */
+  st = status_of("ck");
+  assert_string_equal(json_string_value(json_object_get(st, "phase")),
+                      "Running");
+  assert_int_equal(json_integer_value(json_object_get(st, "attempts")), 1);
+  assert_int_equal(json_integer_value(json_object_get(st, "preemptions")), 0);
+  json_decref(st);
+  expect_pods("ck", 1, 2, "pa-00", NULL);
+  assert_int_equal(events("ck", "Disrupted"), 0);
+
+  /* some work done (10 virtual seconds), then the drain */
+  gq_test_sleep_ms(1000);
+  KUBECTL("drain", "pa-00", "--ignore-daemonsets", "--timeout=120s");
+  wait_field("ck", "status.attempts", "2");
+  wait_field("ck", "status.phase", "Running");
+  last_checkpoint("ck", loc, sizeof(loc));
+  if (strncmp(loc, "sim://" NS "/ck/", strlen("sim://" NS "/ck/")) ||
+      strtol(loc + strlen("sim://" NS "/ck/"), NULL, 10) < 10)
+    fail_msg("lastCheckpoint '%s': not the checkpoint of the drain", loc);
+  expect_pods("ck", 2, 2, "pb-00", loc);
+  st = status_of("ck");
+  assert_int_equal(json_integer_value(json_object_get(st, "preemptions")), 1);
+  assert_int_equal(json_integer_value(json_object_get(st, "failedAttempts")),
+                   0);
+  assert_string_equal(condition(st, "Checkpointed"), "True");
+  assert_string_equal(condition(st, "Preempted"), "False");
+  json_decref(st);
+  assert_int_equal(events("ck", "Disrupted"), 1);
+  assert_int_equal(events("ck", "Checkpointing"), 1);
+  assert_true(events("ck", "Checkpointed") >= 1);
+  assert_int_equal(events("ck", "Requeued"), 1);
+  assert_int_equal(events("ck", "Resuming"), 1);
+  assert_int_equal(events("ck", "NoCheckpoint"), 0);
+  /* it resumed from the drain's checkpoint: at most the time between the
+   * two replicas' SIGTERMs is done again (starting over: >= 80 GPU-s) */
+  r = report();
+  assert_int_equal(json_integer_value(json_object_get(r,
+                       "checkpoint_resumes")), 1);
+  lost = json_real_value(json_object_get(r, "gpu_seconds_lost"));
+  if (lost > 40)
+    fail_msg("%.1f GPU-seconds lost, want <= 40", lost);
+  json_decref(r);
+
+  /* grace too short for the 20 s checkpoint: the previous one stands */
+  KUBECTL("uncordon", "pa-00");
+  gq_test_sleep_ms(500);
+  KUBECTL("drain", "pb-00", "--ignore-daemonsets", "--grace-period=1",
+          "--timeout=120s");
+  wait_field("ck", "status.attempts", "3");
+  wait_field("ck", "status.phase", "Running");
+  last_checkpoint("ck", loc2, sizeof(loc2));
+  assert_string_equal(loc2, loc);
+  expect_pods("ck", 3, 2, "pa-00", loc);
+  assert_int_equal(events("ck", "NoCheckpoint"), 1);
+  assert_int_equal(events("ck", "Resuming"), 2);
+  assert_int_equal(status_int("ck", "preemptions"), 2);
+  assert_int_equal(status_int("ck", "failedAttempts"), 0);
+  done();
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_teardown(test_drain_checkpoint, world_down),
+  };
+
+  if (getenv("GQ_TEST_FILTER"))
+    cmocka_set_test_filter(getenv("GQ_TEST_FILTER"));
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
