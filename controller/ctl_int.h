@@ -101,6 +101,12 @@ struct cjob {
   char cause[64];       /* why: DisruptionTarget reason, or gpuq's own */
   char *cause_msg;      /* the sentence saying so (owned) */
   int64_t cause_grace_s; /* grace period the disrupting pod got; -1 unknown */
+  /* priority preemption and reclaim (DESIGN §4, admit.c) */
+  char *preemptor;      /* a victim: the uid of the job it makes room for */
+  int victims_left;     /* a preemptor: victims still tearing down */
+  char **resv_nodes;    /* a preemptor: the nodes reserved for its
+                           replicas (owned, NULL-terminated), or NULL */
+  int64_t preempt_ms;   /* real ms of its last victim search */
   UT_hash_handle hh;
 };
 
@@ -191,6 +197,8 @@ struct ctl {
   const struct gq_node **snap_nodes;
   int snap_valid;
   struct cpod *held;         /* pods holding resources, by key */
+  struct cjob **preemptors;  /* jobs with resv_nodes (admit.c) */
+  size_t n_preemptors;
   /* status writes: two FIFO lanes (urgent: jobs that hold or finish;
    * background: queued jobs' positions), at most a few in flight so that
    * pod creates never wait behind them and changes coalesce meanwhile */
@@ -247,6 +255,12 @@ void jobs_use(struct ctl *c, struct cjob *cj, int sign);
 void jobs_create_pods(struct ctl *c, struct cjob *cj);
 void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms);
 void jobs_forget(struct ctl *c, struct cjob *cj);
+/* Disrupts running job cj on gpuq's own initiative: the checkpoint
+ * protocol of a disruption (DESIGN §5), with cause (PreemptedByPriority,
+ * QuotaReclaim, NodeRemoval) and why (a sentence). by: the job it makes
+ * room for (DESIGN §4), or NULL. */
+void jobs_preempt(struct ctl *c, struct cjob *cj, struct cjob *by,
+                  const char *cause, const char *why);
 /* Copies the requests of r into out with names owned; free with
  * jobs_assumed_release(). */
 void jobs_copy_request(const struct gq_podsched *r, struct gq_podsched *out);
@@ -258,7 +272,11 @@ void jobs_unassume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);
 
 /* disrupt.c: the checkpoint protocol on disruptions (DESIGN §5) */
 /* Registers the preemption metrics on c->metrics (gq_ctl_new). */
-void disrupt_metrics(struct ctl *c);
+void disrupt_init(struct ctl *c);
+/* A node changed: the gpuq jobs with pods on it are checkpointed and
+ * requeued at once if it carries a node-removal taint (c->o.drain_taints)
+ * or a NoExecute taint their pods do not tolerate (DESIGN §5). */
+void disrupt_node(struct ctl *c, const struct gq_node *n);
 /* Reads a checkpoint location from the termination message of a pod of
  * cj (pod: its JSON, borrowed; also its last state when it is deleted). */
 void disrupt_pod_seen(struct ctl *c, struct cjob *cj, const json_t *pod);
@@ -273,6 +291,12 @@ void disrupt_done(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);
 /* The pods of a new attempt are being created: a resume, if cj has a
  * checkpoint (event and metric). */
 void disrupt_resume(struct ctl *c, struct cjob *cj);
+/* Sets why cj is being disrupted (cause: a CamelCase reason; msg: the
+ * sentence), before the teardown that follows. */
+void disrupt_cause(struct cjob *cj, const char *cause, const char *msg);
+/* A victim's teardown is over (or it is forgotten): its preemptor has one
+ * victim less to wait for. */
+void disrupt_victim_done(struct ctl *c, struct cjob *cj);
 /* Frees what disrupt.c keeps in cj. */
 void disrupt_forget(struct cjob *cj);
 
@@ -283,6 +307,9 @@ void admit_nodes_changed(struct ctl *c);
 void admit_commit(struct ctl *c, const char *node,
                   const struct gq_podsched *req, int sign);
 void admit_free(struct ctl *c);
+/* Drops the GPUs reserved for preemptor cj (admitted, gone, or its victims
+ * are gone); no-op without a reservation. */
+void admit_unreserve(struct ctl *c, struct cjob *cj);
 
 /* status.c */
 void status_set(struct cjob *cj, const char *reason, const char *fmt, ...)

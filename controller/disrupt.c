@@ -25,8 +25,11 @@
  */
 #include "controller/ctl_int.h"
 
+#include "api/match.h"
+#include "api/names.h"
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "base/err.h"
 #include "base/log.h"
 #include "controller/preempt.h"
 
@@ -39,7 +42,7 @@ static const struct gq_lc lc = {"controller", "disrupt", NULL};
 #define CKPT_PREFIX "checkpoint="
 #define CKPT_MAX 4096 /* a termination message is at most 4096 bytes */
 
-void disrupt_metrics(struct ctl *c)
+void disrupt_init(struct ctl *c)
 {
   static const char *const rs[] = {"reason"};
   static const char *const tm[] = {"team"};
@@ -159,7 +162,7 @@ void disrupt_pod_seen(struct ctl *c, struct cjob *cj, const json_t *pod)
   status_flush(c, cj);
 }
 
-static void set_cause(struct cjob *cj, const char *cause, const char *msg)
+void disrupt_cause(struct cjob *cj, const char *cause, const char *msg)
 {
   snprintf(cj->cause, sizeof(cj->cause), "%s", cause);
   free(cj->cause_msg);
@@ -180,18 +183,18 @@ void disrupt_describe(struct ctl *c, struct cjob *cj, char *why, size_t len)
     if (p->disruption) {
       snprintf(why, len, "pod %s is being stopped (DisruptionTarget: %s)",
                p->meta.name, *p->disruption ? p->disruption : "no reason");
-      set_cause(cj, *p->disruption ? p->disruption : "Disrupted", why);
+      disrupt_cause(cj, *p->disruption ? p->disruption : "Disrupted", why);
       return;
     }
     if (p->meta.deletion_ms) {
       snprintf(why, len, "pod %s was deleted", p->meta.name);
-      set_cause(cj, "Deleted", why);
+      disrupt_cause(cj, "Deleted", why);
       return;
     }
   }
   cj->cause_grace_s = -1;
   snprintf(why, len, "a pod of the gang is missing");
-  set_cause(cj, "PodMissing", why);
+  disrupt_cause(cj, "PodMissing", why);
 }
 
 void disrupt_begin(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
@@ -199,9 +202,9 @@ void disrupt_begin(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
   cj->td_ms = gq_clock_now_ms();
   cj->preempted = 1;
   if (!cj->cause[0])
-    set_cause(cj, "Disrupted", "the job was disrupted");
+    disrupt_cause(cj, "Disrupted", "the job was disrupted");
   if (j && j->has_checkpoint)
-    status_event(c, cj, "Normal", "Checkpointing", "attempt %lld: the other "
+    status_event(c, cj, "Normal", "Checkpointing", "attempt %lld: its running "
                  "replicas are deleted with their %llds grace period "
                  "(checkpoint.gracePeriodSeconds) to write their checkpoint; "
                  "its GPUs stay held until its pods are gone",
@@ -264,6 +267,7 @@ void disrupt_resume(struct ctl *c, struct cjob *cj)
   const char *t[] = {cj->team};
 
   cj->preempted = 0;
+  cj->cause[0] = '\0';
   if (!cj->ckpt)
     return;
   gq_metric_add(c->m_resumes, t, 1);
@@ -272,9 +276,94 @@ void disrupt_resume(struct ctl *c, struct cjob *cj)
                cj->ckpt);
 }
 
+void disrupt_victim_done(struct ctl *c, struct cjob *cj)
+{
+  struct cjob *by = cj->preemptor ? ctl_job(c, cj->preemptor) : NULL;
+
+  if (by && by->victims_left > 0) {
+    by->victims_left--;
+    ctl_schedule_pass(c);
+  }
+  free(cj->preemptor);
+  cj->preemptor = NULL;
+}
+
+/* ---- node-removal taints ------------------------------------------- */
+
+int gq_ctl_check_taints(const char *list, char *err, size_t len)
+{
+  const char *p = list;
+
+  while (p && *p) {
+    const char *comma = strchr(p, ',');
+    size_t n = comma ? (size_t)(comma - p) : strlen(p);
+
+    char key[320];
+
+    snprintf(key, sizeof(key), "%.*s", (int)(n < sizeof(key) ? n : 0), p);
+    if (n == 0 || n >= sizeof(key) || !gq_qualified_name_ok(key)) {
+      snprintf(err, len, "--drain-taints: '%.*s' is not a taint key (a "
+               "qualified name such as ToBeDeletedByClusterAutoscaler or "
+               "karpenter.sh/disrupted)", (int)n, p);
+      return GQ_EINVAL;
+    }
+    p = comma ? comma + 1 : NULL;
+  }
+  return 0;
+}
+
+/* 1 if key is in the comma-separated list. */
+static int listed(const char *list, const char *key)
+{
+  size_t k = strlen(key);
+
+  for (const char *p = list; p && *p;) {
+    const char *comma = strchr(p, ',');
+    size_t n = comma ? (size_t)(comma - p) : strlen(p);
+
+    if (n == k && !strncmp(p, key, n))
+      return 1;
+    p = comma ? comma + 1 : NULL;
+  }
+  return 0;
+}
+
+void disrupt_node(struct ctl *c, const struct gq_node *n)
+{
+  const struct gq_taint *removal = NULL;
+  struct cpod *r, *rt;
+  int noexec = 0;
+
+  for (size_t i = 0; i < n->n_taints; i++) {
+    if (!removal && listed(c->o.drain_taints, n->taints[i].key))
+      removal = &n->taints[i];
+    noexec |= !strcmp(n->taints[i].effect ?: "", "NoExecute");
+  }
+  if (!removal && !noexec)
+    return; /* the common case: nothing to look at */
+  HASH_ITER(hh, c->held, r, rt) {
+    struct cjob *cj = r->job_uid ? ctl_job(c, r->job_uid) : NULL;
+    const struct gq_pod *p;
+    const struct gq_taint *t = removal;
+    char why[512];
+
+    if (!cj || cj->state != CJ_ACTIVE || strcmp(r->node, n->meta.name))
+      continue;
+    if (!t && (p = gq_informer_typed(c->inf_pods, r->key)))
+      t = gq_untolerated_taint(&p->sched, n, 1);
+    if (!t)
+      continue;
+    snprintf(why, sizeof(why), "node %s is being removed (taint %s%s%s:%s)",
+             n->meta.name, t->key, *t->value ? "=" : "", t->value,
+             t->effect ? t->effect : "");
+    jobs_preempt(c, cj, NULL, "NodeRemoval", why);
+  }
+}
+
 void disrupt_forget(struct cjob *cj)
 {
   free(cj->ckpt);
   free(cj->cause_msg);
-  cj->ckpt = cj->cause_msg = NULL;
+  free(cj->preemptor);
+  cj->ckpt = cj->cause_msg = cj->preemptor = NULL;
 }

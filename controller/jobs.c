@@ -191,6 +191,8 @@ static void free_nodes(struct cjob *cj)
 void jobs_forget(struct ctl *c, struct cjob *cj)
 {
   status_forget(c, cj);
+  disrupt_victim_done(c, cj);
+  admit_unreserve(c, cj);
   disrupt_forget(cj);
   free_nodes(cj);
   for (size_t i = 0; i < cj->n_pods; i++)
@@ -391,6 +393,19 @@ static void teardown(struct ctl *c, struct cjob *cj, enum cj_td td,
   delete_pods(c, cj);
 }
 
+void jobs_preempt(struct ctl *c, struct cjob *cj, struct cjob *by,
+                  const char *cause, const char *why)
+{
+  disrupt_cause(cj, cause, why);
+  cj->cause_grace_s = -1;
+  free(cj->preemptor);
+  cj->preemptor = by ? gq_xstrdup(by->uid) : NULL;
+  if (by)
+    by->victims_left++;
+  teardown(c, cj, TD_DISRUPTED, why);
+  status_flush(c, cj);
+}
+
 /* ---- finishing ------------------------------------------------------- */
 
 static void finish(struct ctl *c, struct cjob *cj, int failed,
@@ -460,6 +475,7 @@ static void teardown_done(struct ctl *c, struct cjob *cj,
     cj->preemptions++;
     requeue(c, cj);
     disrupt_done(c, cj, j);
+    disrupt_victim_done(c, cj);
     break;
   case TD_DEADLINE:
     snprintf(msg, sizeof(msg), "ran longer than spec.activeDeadlineSeconds "

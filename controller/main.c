@@ -5,6 +5,7 @@
  *                   [--health-addr ADDR] [--leader-elect]
  *                   [--lease-namespace NS] [--lease-name N] [--identity ID]
  *                   [--gpu-product-label KEY] [--topology-key KEY]
+ *                   [--drain-taints KEY,...]
  *                   [--kube-qps Q] [--kube-burst B]
  *                   [--time-scale S --time-epoch E] [--log-level L]
  *   gpuq-controller [--kubeconfig PATH] [--context C] --check-connection
@@ -42,6 +43,7 @@ static void usage(FILE *f)
       "         [--redis-prefix P] [--metrics-addr HOST:PORT] [--health-addr HOST:PORT]\n"
       "         [--leader-elect] [--lease-namespace NS] [--lease-name NAME]\n"
       "         [--identity ID] [--gpu-product-label KEY] [--topology-key KEY]\n"
+      "         [--drain-taints KEY,...]\n"
       "         [--kube-qps Q] [--kube-burst B] [--time-scale S --time-epoch E]\n"
       "         [--log-level L]\n"
       "       gpuq-controller [--kubeconfig PATH] [--context NAME] --check-connection\n");
@@ -246,6 +248,15 @@ int main(int argc, char **argv)
       co.product_label = v;
     else if (v && !strcmp(f, "--topology-key") && ++i)
       co.topology_key = v;
+    else if (v && !strcmp(f, "--drain-taints") && ++i) {
+      char err[512];
+
+      if (gq_ctl_check_taints(v, err, sizeof(err)) != 0) {
+        fprintf(stderr, "gpuq-controller: %s\n", err);
+        return 2;
+      }
+      co.drain_taints = v;
+    }
     else if (v && !strcmp(f, "--time-scale") && ++i)
       scale = v;
     else if (v && !strcmp(f, "--time-epoch") && ++i)

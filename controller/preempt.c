@@ -122,7 +122,8 @@ int gq_preempt_select(const struct gq_preempt_ask *ask,
   struct trial t = {ask, use, cand, taken};
   int ok;
 
-  memcpy(use, ask->use, ask->n_use * sizeof(*use));
+  if (ask->n_use) /* use may be NULL then */
+    memcpy(use, ask->use, ask->n_use * sizeof(*use));
   if (fits(&t, n, a, out)) {
     free(use);
     free(taken);

@@ -6,7 +6,16 @@
  *     the node of a checkpointing 2-replica job completes on its own and
  *     the job resumes elsewhere from the checkpoint written at the drain,
  *     losing (almost) no work; a drain whose grace period is too short for
- *     the checkpoint resumes it from the previous one, and says so.
+ *     the checkpoint resumes it from the previous one, and says so;
+ *   - priority preemption when capacity (not quota) is short takes the
+ *     lower-priority job with the least work at risk, and only it; its GPUs
+ *     are reserved for the preemptor while it checkpoints, and it is not
+ *     admitted again before the preemptor is done with them;
+ *   - a lender takes its borrowed GPUs back (reclaimFromCohort Any), from
+ *     the borrower's job with the least work at risk; a team at its nominal
+ *     quota keeps its other jobs;
+ *   - a node-removal taint (ToBeDeletedByClusterAutoscaler) checkpoints
+ *     and requeues the jobs there at once.
  * The clock runs 10x (virtual seconds in the job specs); every wait is for
  * a condition, with a deadline; each test ends with the sim's report
  * (invariant violations, placement misses) and a clean controller exit.
@@ -237,17 +246,60 @@ static void last_checkpoint(const char *name, char *buf, size_t len)
   json_decref(s);
 }
 
-/* The condition of the given type (its status, "" when absent). */
-static const char *condition(const json_t *st, const char *type)
+/* The condition of the given type: its status, or with reason 1 its
+ * reason ("" when absent). */
+static const char *cond_field(const json_t *st, const char *type, int reason)
 {
   const json_t *e;
   size_t i;
 
   json_array_foreach(json_object_get(st, "conditions"), i, e) {
     if (!strcmp(json_string_value(json_object_get(e, "type")) ?: "", type))
-      return json_string_value(json_object_get(e, "status")) ?: "";
+      return json_string_value(json_object_get(e, reason ? "reason"
+                                                         : "status")) ?: "";
   }
   return "";
+}
+
+static const char *condition(const json_t *st, const char *type)
+{
+  return cond_field(st, type, 0);
+}
+
+/* The job's status string field k, copied into buf. */
+static void status_str(const char *name, const char *k, char *buf, size_t len)
+{
+  json_t *s = status_of(name);
+  const char *v = json_string_value(json_object_get(s, k));
+
+  snprintf(buf, len, "%s", v ? v : "");
+  json_decref(s);
+}
+
+/* status.nodes[0] of the job, copied into buf. */
+static void first_node(const char *name, char *buf, size_t len)
+{
+  json_t *st = status_of(name);
+
+  snprintf(buf, len, "%s", json_string_value(json_array_get(
+               json_object_get(st, "nodes"), 0)) ?: "");
+  json_decref(st);
+}
+
+/* Job 'name' still runs its first attempt, never disrupted. */
+static void expect_untouched(const char *name)
+{
+  json_t *st = status_of(name);
+
+  if (strcmp(json_string_value(json_object_get(st, "phase")) ?: "",
+             "Running") ||
+      json_integer_value(json_object_get(st, "attempts")) != 1 ||
+      json_integer_value(json_object_get(st, "preemptions")) != 0) {
+    char *d = json_dumps(st, JSON_INDENT(1));
+
+    fail_msg("job %s was disturbed: %s", name, d);
+  }
+  json_decref(st);
 }
 
 /* The job's pods of attempt 'attempt' (new reference: an array). */
@@ -356,7 +408,8 @@ static void done(void)
  * best fit (12 GPUs) of pa-00 and pb-00 (16). A cordon of pa-00 changes
  * nothing for it (a 4-GPU probe, whose best fit would be pa-00's last 4,
  * goes to pb-00 instead, which shows gpuq saw the cordon). kubectl drain
- * pa-00 then completes on its own: both replicas checkpoint, and the
+ * pa-00 (with a pod that is not gpuq's) then completes on its own: both
+ * replicas checkpoint, and the
  * gang resumes on pb-00 from that checkpoint, with nearly no work lost.
  * Then pa-00 is uncordoned and pb-00 drained with a 1 s grace period,
  * too short for the checkpoint: the job resumes on pa-00 from the
@@ -392,9 +445,17 @@ static void test_drain_checkpoint(void **state)
   expect_pods("ck", 1, 2, "pa-00", NULL);
   assert_int_equal(events("ck", "Disrupted"), 0);
 
+  /* a pod that is not gpuq's shares the node: the drain (--force, as it
+   * has no controller) takes it too */
+  post_sq("/api/v1/namespaces/" NS "/pods", "{'apiVersion':'v1','kind':"
+          "'Pod','metadata':{'name':'other'},'spec':{'nodeName':'pa-00',"
+          "'containers':[{'name':'c','image':'x'}]}}");
   /* some work done (10 virtual seconds), then the drain */
   gq_test_sleep_ms(1000);
-  KUBECTL("drain", "pa-00", "--ignore-daemonsets", "--timeout=120s");
+  KUBECTL("drain", "pa-00", "--ignore-daemonsets", "--force",
+          "--timeout=120s");
+  json_decref(gq_test_sim_call(&w.sim, "GET", "/api/v1/namespaces/" NS
+                               "/pods/other", NULL, 404));
   wait_field("ck", "status.attempts", "2");
   wait_field("ck", "status.phase", "Running");
   last_checkpoint("ck", loc, sizeof(loc));
@@ -402,6 +463,7 @@ static void test_drain_checkpoint(void **state)
       strtol(loc + strlen("sim://" NS "/ck/"), NULL, 10) < 10)
     fail_msg("lastCheckpoint '%s': not the checkpoint of the drain", loc);
   expect_pods("ck", 2, 2, "pb-00", loc);
+  wait_field("ck", "status.preemptions", "1");
   st = status_of("ck");
   assert_int_equal(json_integer_value(json_object_get(st, "preemptions")), 1);
   assert_int_equal(json_integer_value(json_object_get(st, "failedAttempts")),
@@ -442,10 +504,149 @@ static void test_drain_checkpoint(void **state)
   done();
 }
 
+/* ---- 2. priority preemption --------------------------------------------- */
+
+/* Two 8-GPU nodes run 'old' and then 'young' (priority 0, checkpointing);
+ * 'urgent' (priority 10, 8 GPUs) fits its quota, not the capacity: gpuq
+ * preempts 'young', whose work at risk is the smaller (it started later),
+ * and only it. 'urgent' runs where 'young' was; 'young' checkpoints, is
+ * requeued, and is admitted again only once 'urgent' has finished (its
+ * GPUs were reserved: no thrashing); it resumes from its checkpoint. */
+static void test_priority_preemption(void **state)
+{
+  static const char *const nodes[] = {"pa-:8", "pb-:8", NULL};
+  struct job old = {.name = "old", .gpus = 8, .run_s = 36000, .ckpt_s = 5,
+                    .grace_s = 30};
+  struct job young = old, urgent = {.name = "urgent", .gpus = 8, .run_s = 20,
+                                    .priority = 10};
+  char node[64], done_at[64], back_at[64], loc[512];
+  json_t *st;
+
+  (void)state;
+  young.name = "young";
+  world_up(nodes, NULL);
+  quota(NS, 32, "");
+  job(&old);
+  wait_field("old", "status.phase", "Running");
+  gq_test_sleep_ms(1000); /* 10 virtual seconds of work more than young */
+  job(&young);
+  wait_field("young", "status.phase", "Running");
+  first_node("young", node, sizeof(node));
+  job(&urgent);
+  wait_field("urgent", "status.phase", "Running");
+  expect_pods("urgent", 1, 1, node, NULL);
+  expect_untouched("old");
+  assert_int_equal(events("urgent", "Preempting"), 1);
+  wait_field("young", "status.preemptions", "1");
+  st = status_of("young");
+  assert_int_equal(json_integer_value(json_object_get(st, "preemptions")), 1);
+  assert_int_equal(json_integer_value(json_object_get(st, "failedAttempts")),
+                   0);
+  json_decref(st);
+  wait_field("urgent", "status.phase", "Succeeded");
+  wait_field("young", "status.phase", "Running");
+  /* young's second attempt came after urgent was done with its GPUs */
+  status_str("urgent", "completionTime", done_at, sizeof(done_at));
+  status_str("young", "admittedAt", back_at, sizeof(back_at));
+  if (!*done_at || strcmp(back_at, done_at) < 0)
+    fail_msg("young admitted again at %s, before urgent ended at %s",
+             back_at, done_at);
+  assert_int_equal(status_int("young", "attempts"), 2);
+  last_checkpoint("young", loc, sizeof(loc));
+  assert_true(strncmp(loc, "sim://" NS "/young/", 16) == 0);
+  expect_pods("young", 2, 1, NULL, loc);
+  expect_untouched("old");
+  done();
+}
+
+/* ---- 3. quota reclaim ---------------------------------------------------- */
+
+/* Teams a and b (both for namespace team-a) share cohort c, 8 nominal GPUs
+ * each, on two 8-GPU nodes. b runs b1 and then b2 (priority 5), borrowing
+ * a's idle 8. a's job a1 (priority 0, within a's nominal) takes them back:
+ * b2 (least work at risk) is preempted with reason QuotaReclaim, b1 is
+ * not. Then a2 of a would have to borrow: b, back at its nominal, keeps b1
+ * and a2 waits. */
+static void test_reclaim_borrowed(void **state)
+{
+  static const char *const nodes[] = {"pa-:8", "pb-:8", NULL};
+  struct job b1 = {.name = "b1", .team = "b", .gpus = 8, .run_s = 36000,
+                   .priority = 5, .ckpt_s = 5, .grace_s = 30};
+  struct job b2 = b1, a1 = {.name = "a1", .team = "a", .gpus = 8,
+                            .run_s = 36000};
+  struct job a2 = a1;
+  json_t *st;
+
+  (void)state;
+  b2.name = "b2";
+  a2.name = "a2";
+  world_up(nodes, NULL);
+  quota("a", 8, ",'cohort':'c'");
+  quota("b", 8, ",'cohort':'c'");
+  job(&b1);
+  wait_field("b1", "status.phase", "Running");
+  gq_test_sleep_ms(1000);
+  job(&b2);
+  wait_field("b2", "status.phase", "Running");
+  job(&a1);
+  wait_field("a1", "status.phase", "Running");
+  expect_untouched("b1");
+  wait_field("b2", "status.preemptions", "1");
+  st = status_of("b2");
+  assert_int_equal(json_integer_value(json_object_get(st, "preemptions")), 1);
+  assert_string_equal(cond_field(st, "Preempted", 1), "QuotaReclaim");
+  json_decref(st);
+  wait_field("b2", "status.phase", "Queued");
+  job(&a2);
+  wait_field("a2", "status.reason", "WaitingForReclaim");
+  expect_untouched("b1");
+  expect_untouched("a1");
+  assert_int_equal(events("a2", "Preempting"), 0);
+  done();
+}
+
+/* ---- 4. node-removal taint ---------------------------------------------- */
+
+/* cluster-autoscaler marks the node of checkpointing job 'ck' for removal
+ * (taint ToBeDeletedByClusterAutoscaler, NoSchedule: nothing evicts the
+ * pod yet): gpuq checkpoints and requeues it at once, and it resumes on
+ * the other node from that checkpoint. */
+static void test_node_removal_taint(void **state)
+{
+  static const char *const nodes[] = {"pa-:8", "pb-:8", NULL};
+  struct job ck = {.name = "ck", .gpus = 8, .run_s = 36000, .ckpt_s = 5,
+                   .grace_s = 30};
+  char node[64], path[128], loc[512];
+
+  (void)state;
+  world_up(nodes, NULL);
+  quota(NS, 16, "");
+  job(&ck);
+  wait_field("ck", "status.phase", "Running");
+  first_node("ck", node, sizeof(node));
+  gq_test_sleep_ms(500);
+  snprintf(path, sizeof(path), "/sim/v1/nodes/%s/taint", node);
+  json_decref(gq_test_sim_call(&w.sim, "POST", path,
+      "{\"key\":\"ToBeDeletedByClusterAutoscaler\",\"value\":"
+      "\"1800000000\",\"effect\":\"NoSchedule\"}", 200));
+  wait_field("ck", "status.attempts", "2");
+  wait_field("ck", "status.phase", "Running");
+  last_checkpoint("ck", loc, sizeof(loc));
+  assert_true(strncmp(loc, "sim://" NS "/ck/", 13) == 0);
+  expect_pods("ck", 2, 1, !strcmp(node, "pa-00") ? "pb-00" : "pa-00", loc);
+  assert_int_equal(events("ck", "Disrupted"), 1);
+  assert_int_equal(status_int("ck", "failedAttempts"), 0);
+  wait_field("ck", "status.preemptions", "1");
+  done();
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_drain_checkpoint, world_down),
+      cmocka_unit_test_teardown(test_priority_preemption, world_down),
+      cmocka_unit_test_teardown(test_reclaim_borrowed, world_down),
+      cmocka_unit_test_teardown(test_node_removal_taint, world_down),
   };
 
   if (getenv("GQ_TEST_FILTER"))
