@@ -44,6 +44,9 @@ struct gq_ctl_opts {
    * default GQ_CTL_DRAIN_TAINTS, "" = none (untolerated NoExecute taints
    * count in every case) */
   const char *drain_taints;
+  /* drainPolicy Wait: how long a job may keep running after its node was
+   * cordoned before gpuq checkpoints it (virtual seconds); 0 = 3600 */
+  int64_t drain_wait_s;
   int leader_elect;            /* campaign for the Lease below first */
   const char *lease_ns, *lease_name, *identity;
   int64_t audit_s;             /* ledger audit period (real s); 0 = 60 */

@@ -107,6 +107,9 @@ struct cjob {
   char **resv_nodes;    /* a preemptor: the nodes reserved for its
                            replicas (owned, NULL-terminated), or NULL */
   int64_t preempt_ms;   /* real ms of its last victim search */
+  int64_t cordon_ms;    /* drainPolicy Wait: virtual ms its node was first
+                           seen cordoned, 0 = not cordoned */
+  int pdb;              /* its PodDisruptionBudget was created */
   UT_hash_handle hh;
 };
 
@@ -297,6 +300,15 @@ void disrupt_cause(struct cjob *cj, const char *cause, const char *msg);
 /* A victim's teardown is over (or it is forgotten): its preemptor has one
  * victim less to wait for. */
 void disrupt_victim_done(struct ctl *c, struct cjob *cj);
+/* drainPolicy Wait (DESIGN §5): creates (create 1) the job's
+ * PodDisruptionBudget, or deletes it (0) once the job is finished. */
+void disrupt_pdb(struct ctl *c, struct cjob *cj, int create);
+/* drainPolicy Wait: a running job whose node has been cordoned for
+ * --drain-wait is checkpointed (returns 1); else *next_ms gets the
+ * deadline (virtual ms) if earlier. */
+int disrupt_wait_tick(struct ctl *c, struct cjob *cj,
+                      const struct gq_gpujob *j, int64_t now_ms,
+                      int64_t *next_ms);
 /* Frees what disrupt.c keeps in cj. */
 void disrupt_forget(struct cjob *cj);
 

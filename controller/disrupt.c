@@ -31,6 +31,7 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "controller/podspec.h"
 #include "controller/preempt.h"
 
 #include <stdio.h>
@@ -358,6 +359,93 @@ void disrupt_node(struct ctl *c, const struct gq_node *n)
              t->effect ? t->effect : "");
     jobs_preempt(c, cj, NULL, "NodeRemoval", why);
   }
+}
+
+/* ---- drainPolicy Wait ------------------------------------------------ */
+
+static void pdb_done(int rc, const struct gq_k8s_status *st,
+                     const json_t *obj, void *arg)
+{
+  struct ctl *c = arg;
+
+  (void)obj;
+  ctl_write_end(c);
+  if (rc != 0 && rc != GQ_EEXIST && rc != GQ_ENOTFOUND)
+    ctl_api_error(c, "write", "poddisruptionbudget", rc, st);
+}
+
+void disrupt_pdb(struct ctl *c, struct cjob *cj, int create)
+{
+  const struct gq_gpujob *j = ctl_job_spec(c, cj);
+  char path[512], name[64];
+  int rc;
+
+  if (!j) /* gone: the owner reference takes the budget with it */
+    return;
+  gq_podspec_service_name(j, name, sizeof(name));
+  ctl_write_begin(c);
+  if (create) {
+    json_t *pdb = gq_podspec_pdb(j);
+
+    snprintf(path, sizeof(path), "/apis/policy/v1/namespaces/%s/"
+             "poddisruptionbudgets", cj->ns);
+    rc = gq_kclient_create(c->kc, path, pdb, pdb_done, c);
+    json_decref(pdb);
+  } else {
+    snprintf(path, sizeof(path), "/apis/policy/v1/namespaces/%s/"
+             "poddisruptionbudgets/%s", cj->ns, name);
+    rc = gq_kclient_delete(c->kc, path, -1, NULL, pdb_done, c);
+  }
+  if (rc != 0)
+    ctl_write_end(c);
+  else
+    cj->pdb = create;
+}
+
+int disrupt_wait_tick(struct ctl *c, struct cjob *cj,
+                      const struct gq_gpujob *j, int64_t now_ms,
+                      int64_t *next_ms)
+{
+  const char *cordoned = NULL;
+  int64_t at;
+  char why[512];
+
+  if (j->drain == GQ_DRAIN_WAIT && !cj->pdb) /* after a restart, too */
+    disrupt_pdb(c, cj, 1);
+  if (j->drain != GQ_DRAIN_WAIT || !cj->running || !cj->nodes) {
+    cj->cordon_ms = 0;
+    return 0;
+  }
+  for (int32_t r = 0; r < cj->replicas && !cordoned; r++) {
+    const struct gq_node *n = gq_informer_typed(c->inf_nodes, cj->nodes[r]);
+
+    if (n && n->unschedulable)
+      cordoned = cj->nodes[r];
+  }
+  if (!cordoned) {
+    cj->cordon_ms = 0;
+    return 0;
+  }
+  if (!cj->cordon_ms) {
+    cj->cordon_ms = now_ms;
+    status_event(c, cj, "Normal", "DrainWaiting", "node %s is cordoned: "
+                 "drainPolicy Wait keeps the job running (its "
+                 "PodDisruptionBudget refuses evictions) for at most %llds, "
+                 "then checkpoints it", cordoned,
+                 (long long)c->o.drain_wait_s);
+  }
+  at = cj->cordon_ms + c->o.drain_wait_s * 1000;
+  if (at > now_ms) {
+    if (*next_ms < 0 || at < *next_ms)
+      *next_ms = at;
+    return 0;
+  }
+  snprintf(why, sizeof(why), "node %s has been cordoned for %llds "
+           "(drainPolicy Wait, at most --drain-wait)", cordoned,
+           (long long)c->o.drain_wait_s);
+  cj->cordon_ms = 0;
+  jobs_preempt(c, cj, NULL, "DrainTimeout", why);
+  return 1;
 }
 
 void disrupt_forget(struct cjob *cj)

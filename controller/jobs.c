@@ -421,6 +421,8 @@ static void finish(struct ctl *c, struct cjob *cj, int failed,
     cj->completion_ms = gq_clock_now_ms();
   status_set(cj, reason, "%s", msg);
   status_event(c, cj, failed ? "Warning" : "Normal", reason, "%s", msg);
+  if (cj->pdb)
+    disrupt_pdb(c, cj, 0);
   if (*cj->cohort || ctl_quota(c, cj->team))
     redis_remove(c, cj);
 }
@@ -697,6 +699,8 @@ void jobs_create_pods(struct ctl *c, struct cjob *cj)
   }
   cj->creates_left = j->replicas;
   disrupt_resume(c, cj);
+  if (j->drain == GQ_DRAIN_WAIT && !cj->pdb)
+    disrupt_pdb(c, cj, 1);
   if (c->freed_ms) {
     gq_metric_observe(c->m_freed_to_create, NULL,
                       (double)(gq_clock_mono_ms() - c->freed_ms) / 1000.0);
@@ -1124,7 +1128,7 @@ void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms)
     if (cj->state != CJ_ACTIVE)
       continue;
     j = ctl_job_spec(c, cj);
-    if (!j)
+    if (!j || disrupt_wait_tick(c, cj, j, now_ms, next_ms))
       continue;
     if (j->active_deadline_s >= 0 && cj->first_start_ms) {
       at = cj->first_start_ms + j->active_deadline_s * 1000;

@@ -5,7 +5,7 @@
  *                   [--health-addr ADDR] [--leader-elect]
  *                   [--lease-namespace NS] [--lease-name N] [--identity ID]
  *                   [--gpu-product-label KEY] [--topology-key KEY]
- *                   [--drain-taints KEY,...]
+ *                   [--drain-taints KEY,...] [--drain-wait SECONDS]
  *                   [--kube-qps Q] [--kube-burst B]
  *                   [--time-scale S --time-epoch E] [--log-level L]
  *   gpuq-controller [--kubeconfig PATH] [--context C] --check-connection
@@ -16,6 +16,7 @@
  * the Lease and exits 0.
  */
 #include "api/client.h"
+#include "api/gpujob.h"
 #include "api/kubeconfig.h"
 #include "api/names.h"
 #include "base/alloc.h"
@@ -43,7 +44,7 @@ static void usage(FILE *f)
       "         [--redis-prefix P] [--metrics-addr HOST:PORT] [--health-addr HOST:PORT]\n"
       "         [--leader-elect] [--lease-namespace NS] [--lease-name NAME]\n"
       "         [--identity ID] [--gpu-product-label KEY] [--topology-key KEY]\n"
-      "         [--drain-taints KEY,...]\n"
+      "         [--drain-taints KEY,...] [--drain-wait SECONDS]\n"
       "         [--kube-qps Q] [--kube-burst B] [--time-scale S --time-epoch E]\n"
       "         [--log-level L]\n"
       "       gpuq-controller [--kubeconfig PATH] [--context NAME] --check-connection\n");
@@ -256,6 +257,10 @@ int main(int argc, char **argv)
         return 2;
       }
       co.drain_taints = v;
+    } else if (v && !strcmp(f, "--drain-wait") && ++i) {
+      if (parse_num(f, v, 1, GQ_MAX_DURATION_S, &n) != 0)
+        return 2;
+      co.drain_wait_s = n;
     }
     else if (v && !strcmp(f, "--time-scale") && ++i)
       scale = v;

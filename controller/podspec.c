@@ -238,6 +238,21 @@ json_t *gq_podspec_pod(const struct gq_gpujob *j, int64_t attempt,
   return pod;
 }
 
+json_t *gq_podspec_pdb(const struct gq_gpujob *j)
+{
+  char name[64];
+
+  gq_podspec_service_name(j, name, sizeof(name));
+  return json_pack(
+      "{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s}, s:o}, "
+      "s:{s:i, s:{s:{s:s}}}}",
+      "apiVersion", "policy/v1", "kind", "PodDisruptionBudget", "metadata",
+      "name", name, "namespace", j->meta.ns, "labels", GQ_LBL_JOB,
+      j->meta.name, GQ_LBL_JOB_UID, j->meta.uid, "ownerReferences",
+      owner_refs(j), "spec", "maxUnavailable", 0, "selector", "matchLabels",
+      GQ_LBL_JOB_UID, j->meta.uid);
+}
+
 json_t *gq_podspec_service(const struct gq_gpujob *j)
 {
   char svc[64];

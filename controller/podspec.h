@@ -88,4 +88,12 @@ json_t *gq_podspec_pod(const struct gq_gpujob *j, int64_t attempt,
  * reference as the pods. */
 json_t *gq_podspec_service(const struct gq_gpujob *j);
 
+/* Builds the PodDisruptionBudget gpuq keeps for a job with drainPolicy
+ * Wait (DESIGN §5): policy/v1, named as the job's Service
+ * (gq_podspec_service_name), maxUnavailable 0 over the pods labelled
+ * GQ_LBL_JOB_UID = the job's uid, so that evictions (kubectl drain) are
+ * refused while it runs; the same controller owner reference as the pods,
+ * so it goes with the job. */
+json_t *gq_podspec_pdb(const struct gq_gpujob *j);
+
 #endif

@@ -15,7 +15,10 @@
  *     the borrower's job with the least work at risk; a team at its nominal
  *     quota keeps its other jobs;
  *   - a node-removal taint (ToBeDeletedByClusterAutoscaler) checkpoints
- *     and requeues the jobs there at once.
+ *     and requeues the jobs there at once;
+ *   - drainPolicy Wait: gpuq's PodDisruptionBudget makes kubectl drain
+ *     wait while the job runs; --drain-wait after the cordon gpuq
+ *     checkpoints it, and the drain completes.
  * The clock runs 10x (virtual seconds in the job specs); every wait is for
  * a condition, with a deadline; each test ends with the sim's report
  * (invariant violations, placement misses) and a clean controller exit.
@@ -30,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -640,6 +644,50 @@ static void test_node_removal_taint(void **state)
   done();
 }
 
+/* ---- 5. drainPolicy Wait -------------------------------------------------- */
+
+/* 'w' (drainPolicy Wait, checkpointing) runs on pa-00; gpuq keeps a
+ * PodDisruptionBudget (maxUnavailable 0) for it. kubectl drain pa-00 is
+ * refused by the budget and keeps retrying while w runs; --drain-wait 30
+ * (virtual seconds) after the cordon, gpuq checkpoints w, which resumes
+ * on pb-00 from that checkpoint, and the drain completes on its own. */
+static void test_drain_wait(void **state)
+{
+  static const char *const nodes[] = {"pa-:8", "pb-:8", NULL};
+  static const char *const extra[] = {"--drain-wait", "30", NULL};
+  struct job wj = {.name = "w", .gpus = 8, .run_s = 36000, .ckpt_s = 5,
+                   .grace_s = 30, .spec = ",'drainPolicy':'Wait'"};
+  char out[400], loc[512];
+  pid_t pid;
+  int status;
+
+  (void)state;
+  world_up(nodes, extra);
+  quota(NS, 16, "");
+  job(&wj);
+  wait_field("w", "status.phase", "Running");
+  expect_pods("w", 1, 1, "pa-00", NULL);
+  assert_true(gq_test_wait_field(&w.sim, "/apis/policy/v1/namespaces/" NS
+                                 "/poddisruptionbudgets/w",
+                                 "spec.maxUnavailable", "0", WAIT_MS));
+  snprintf(out, sizeof(out), "%s/drain.out", w.dir);
+  pid = gq_test_kubectl_bg(&w.sim, out, "drain", "pa-00",
+                           "--ignore-daemonsets", "--timeout=120s", NULL);
+  assert_true(gq_test_wait_file(out, "disruption budget", WAIT_MS));
+  assert_int_equal(status_int("w", "attempts"), 1);
+  wait_field("w", "status.attempts", "2");
+  wait_field("w", "status.phase", "Running");
+  assert_true(gq_test_wait_file(out, "drained", WAIT_MS));
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  last_checkpoint("w", loc, sizeof(loc));
+  assert_true(strncmp(loc, "sim://" NS "/w/", 12) == 0);
+  expect_pods("w", 2, 1, "pb-00", loc);
+  assert_int_equal(events("w", "DrainWaiting"), 1);
+  assert_int_equal(events("w", "Disrupted"), 1);
+  done();
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -647,6 +695,7 @@ int main(void)
       cmocka_unit_test_teardown(test_priority_preemption, world_down),
       cmocka_unit_test_teardown(test_reclaim_borrowed, world_down),
       cmocka_unit_test_teardown(test_node_removal_taint, world_down),
+      cmocka_unit_test_teardown(test_drain_wait, world_down),
   };
 
   if (getenv("GQ_TEST_FILTER"))

@@ -219,6 +219,33 @@ static void test_checkpoint_grace(void **state)
   gq_gpujob_release(&j);
 }
 
+/* drainPolicy Wait's budget: maxUnavailable 0 over the job's pods (by
+ * uid), named as its Service, owned by the job. */
+static void test_pdb(void **state)
+{
+  struct gq_gpujob j;
+  json_t *pdb, *sel;
+
+  (void)state;
+  job(&j, "9.x", 2, "'containers':[{'name':'c','image':'x'}]");
+  pdb = gq_podspec_pdb(&j);
+  assert_string_equal(json_string_value(json_object_get(pdb, "kind")),
+                      "PodDisruptionBudget");
+  assert_string_equal(json_string_value(json_object_get(
+      json_object_get(pdb, "metadata"), "name")), "gj-9-x-0f3c2a9e");
+  assert_int_equal(json_integer_value(json_object_get(
+      json_object_get(pdb, "spec"), "maxUnavailable")), 0);
+  sel = json_object_get(json_object_get(json_object_get(pdb, "spec"),
+                                        "selector"), "matchLabels");
+  assert_string_equal(json_string_value(json_object_get(sel, GQ_LBL_JOB_UID)),
+                      UID);
+  assert_string_equal(json_string_value(json_object_get(json_array_get(
+      json_object_get(json_object_get(pdb, "metadata"), "ownerReferences"),
+      0), "uid")), UID);
+  json_decref(pdb);
+  gq_gpujob_release(&j);
+}
+
 static void test_affinity_terms_and_gpu_container(void **state)
 {
   struct gq_gpujob j;
@@ -452,6 +479,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_single_replica),
       cmocka_unit_test(test_checkpoint_grace),
+      cmocka_unit_test(test_pdb),
       cmocka_unit_test(test_affinity_terms_and_gpu_container),
       cmocka_unit_test(test_multi_replica),
       cmocka_unit_test(test_names_from_unusual_job_names),
