@@ -679,6 +679,8 @@ struct gq_ctl *gq_ctl_new(uv_loop_t *loop, struct gq_kclient *kc,
     c->o.sweep_ms = 1000;
   if (c->o.drain_wait_s <= 0)
     c->o.drain_wait_s = 3600;
+  if (c->o.notready_timeout_s <= 0)
+    c->o.notready_timeout_s = 300;
   g_product_label = c->o.product_label;
   uv_timer_init(loop, &c->pass_timer);
   uv_timer_init(loop, &c->tick_timer);

@@ -47,6 +47,9 @@ struct gq_ctl_opts {
   /* drainPolicy Wait: how long a job may keep running after its node was
    * cordoned before gpuq checkpoints it (virtual seconds); 0 = 3600 */
   int64_t drain_wait_s;
+  /* a terminating gpuq pod whose node has been NotReady this long is
+   * force-deleted (virtual seconds); 0 = 300 */
+  int64_t notready_timeout_s;
   int leader_elect;            /* campaign for the Lease below first */
   const char *lease_ns, *lease_name, *identity;
   int64_t audit_s;             /* ledger audit period (real s); 0 = 60 */

@@ -163,6 +163,7 @@ struct cpod {
   struct gq_podsched req; /* owned requests (jobs_copy_request) */
   int64_t deletion_ms, grace_s;
   int committed;  /* counted in ctl.snap */
+  int forced;     /* force-deleted (disrupt.c) */
   UT_hash_handle hh;
 };
 
@@ -309,6 +310,10 @@ void disrupt_pdb(struct ctl *c, struct cjob *cj, int create);
 int disrupt_wait_tick(struct ctl *c, struct cjob *cj,
                       const struct gq_gpujob *j, int64_t now_ms,
                       int64_t *next_ms);
+/* Force-deletes gpuq's terminating pods on nodes NotReady for longer
+ * than --notready-timeout (DESIGN §5); *next_ms gets the next deadline
+ * (virtual ms) if earlier. */
+void disrupt_force_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms);
 /* Frees what disrupt.c keeps in cj. */
 void disrupt_forget(struct cjob *cj);
 

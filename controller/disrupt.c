@@ -448,6 +448,84 @@ int disrupt_wait_tick(struct ctl *c, struct cjob *cj,
   return 1;
 }
 
+/* ---- dead nodes ------------------------------------------------------ */
+
+static void force_done(int rc, const struct gq_k8s_status *st,
+                       const json_t *obj, void *arg)
+{
+  struct ctl *c = arg;
+
+  (void)obj;
+  ctl_write_end(c);
+  if (rc != 0 && rc != GQ_ENOTFOUND)
+    ctl_api_error(c, "delete", "pod", rc, st);
+}
+
+/* When node n's Ready condition last changed, if it is not True (virtual
+ * ms; 0 if unknown). */
+static int64_t notready_since(const struct gq_node *n)
+{
+  const json_t *conds = json_object_get(json_object_get(n->json, "status"),
+                                        "conditions"), *e;
+  size_t i;
+  int64_t at = 0;
+
+  json_array_foreach(conds, i, e) {
+    const char *ts = json_string_value(json_object_get(e,
+                                                       "lastTransitionTime"));
+
+    if (!strcmp(json_string_value(json_object_get(e, "type")) ?: "", "Ready")
+        && ts && gq_time_parse(ts, &at) != 0)
+      at = 0;
+  }
+  return at;
+}
+
+void disrupt_force_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms)
+{
+  struct cpod *r, *rt;
+
+  HASH_ITER(hh, c->held, r, rt) {
+    const struct gq_node *n;
+    struct cjob *cj;
+    const char *slash;
+    int64_t since, at;
+    char path[700];
+
+    if (!r->deletion_ms || !r->job_uid || r->forced ||
+        !(n = gq_informer_typed(c->inf_nodes, r->node)) || n->ready)
+      continue;
+    since = notready_since(n);
+    at = (since ? since : r->deletion_ms) + c->o.notready_timeout_s * 1000;
+    if (at > now_ms) {
+      if (*next_ms < 0 || at < *next_ms)
+        *next_ms = at;
+      continue;
+    }
+    slash = strchr(r->key, '/');
+    if (!slash)
+      continue;
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%.*s/pods/%s",
+             (int)(slash - r->key), r->key, slash + 1);
+    ctl_write_begin(c);
+    if (gq_kclient_delete(c->kc, path, 0, NULL, force_done, c) != 0) {
+      ctl_write_end(c);
+      continue;
+    }
+    r->forced = 1;
+    GQ_LOG(GQ_WARN, &lc, "pod %s: node %s NotReady for more than %llds: "
+           "force-deleting it", r->key, r->node,
+           (long long)c->o.notready_timeout_s);
+    if ((cj = ctl_job(c, r->job_uid)))
+      status_event(c, cj, "Warning", "ForceDeleted", "pod %s was "
+                   "terminating on node %s, NotReady for more than %llds "
+                   "(--notready-timeout): force-deleted so that the job can "
+                   "move on; if the node is only partitioned, that replica "
+                   "may still be running", slash + 1, r->node,
+                   (long long)c->o.notready_timeout_s);
+  }
+}
+
 void disrupt_forget(struct cjob *cj)
 {
   free(cj->ckpt);

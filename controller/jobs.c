@@ -1116,6 +1116,7 @@ void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms)
   int64_t dt = c->tick_ms && now_ms > c->tick_ms ? now_ms - c->tick_ms : 0;
 
   c->tick_ms = now_ms;
+  disrupt_force_tick(c, now_ms, next_ms);
   HASH_ITER(hh, c->jobs, cj, tmp) {
     const struct gq_gpujob *j;
     int64_t at;

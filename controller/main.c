@@ -6,6 +6,7 @@
  *                   [--lease-namespace NS] [--lease-name N] [--identity ID]
  *                   [--gpu-product-label KEY] [--topology-key KEY]
  *                   [--drain-taints KEY,...] [--drain-wait SECONDS]
+ *                   [--notready-timeout SECONDS]
  *                   [--kube-qps Q] [--kube-burst B]
  *                   [--time-scale S --time-epoch E] [--log-level L]
  *   gpuq-controller [--kubeconfig PATH] [--context C] --check-connection
@@ -45,6 +46,7 @@ static void usage(FILE *f)
       "         [--leader-elect] [--lease-namespace NS] [--lease-name NAME]\n"
       "         [--identity ID] [--gpu-product-label KEY] [--topology-key KEY]\n"
       "         [--drain-taints KEY,...] [--drain-wait SECONDS]\n"
+      "         [--notready-timeout SECONDS]\n"
       "         [--kube-qps Q] [--kube-burst B] [--time-scale S --time-epoch E]\n"
       "         [--log-level L]\n"
       "       gpuq-controller [--kubeconfig PATH] [--context NAME] --check-connection\n");
@@ -261,6 +263,10 @@ int main(int argc, char **argv)
       if (parse_num(f, v, 1, GQ_MAX_DURATION_S, &n) != 0)
         return 2;
       co.drain_wait_s = n;
+    } else if (v && !strcmp(f, "--notready-timeout") && ++i) {
+      if (parse_num(f, v, 1, GQ_MAX_DURATION_S, &n) != 0)
+        return 2;
+      co.notready_timeout_s = n;
     }
     else if (v && !strcmp(f, "--time-scale") && ++i)
       scale = v;

@@ -18,7 +18,9 @@
  *     and requeues the jobs there at once;
  *   - drainPolicy Wait: gpuq's PodDisruptionBudget makes kubectl drain
  *     wait while the job runs; --drain-wait after the cordon gpuq
- *     checkpoints it, and the drain completes.
+ *     checkpoints it, and the drain completes;
+ *   - a terminating pod on a NotReady node is force-deleted after
+ *     --notready-timeout, and its job runs again elsewhere.
  * The clock runs 10x (virtual seconds in the job specs); every wait is for
  * a condition, with a deadline; each test ends with the sim's report
  * (invariant violations, placement misses) and a clean controller exit.
@@ -688,6 +690,46 @@ static void test_drain_wait(void **state)
   done();
 }
 
+/* ---- 6. a dead node ------------------------------------------------------- */
+
+/* 'ck' runs on pa-00, which goes NotReady: its running pod is left alone.
+ * Its pod is then deleted; the node's kubelet is gone, so the pod stays
+ * terminating, and the job stays Preempting, holding its GPUs, until gpuq
+ * force-deletes it --notready-timeout (20 virtual seconds) after the node
+ * went NotReady; the job then runs on pb-00. */
+static void test_dead_node(void **state)
+{
+  static const char *const nodes[] = {"pa-:8", "pb-:8", NULL};
+  static const char *const extra[] = {"--notready-timeout", "20", NULL};
+  struct job ck = {.name = "ck", .gpus = 8, .run_s = 36000, .ckpt_s = 5,
+                   .grace_s = 30};
+  json_t *items;
+  char path[400];
+
+  (void)state;
+  world_up(nodes, extra);
+  quota(NS, 16, "");
+  job(&ck);
+  wait_field("ck", "status.phase", "Running");
+  expect_pods("ck", 1, 1, "pa-00", NULL);
+  json_decref(gq_test_sim_call(&w.sim, "POST", "/sim/v1/nodes/pa-00/notready",
+                               NULL, 200));
+  items = pods_of("ck", 1);
+  snprintf(path, sizeof(path), "/api/v1/namespaces/" NS "/pods/%s",
+           json_string_value(json_object_get(json_object_get(
+               json_array_get(items, 0), "metadata"), "name")));
+  json_decref(items);
+  json_decref(gq_test_sim_call(&w.sim, "DELETE", path, NULL, 200));
+  wait_field("ck", "status.phase", "Preempting");
+  wait_field("ck", "status.attempts", "2");
+  wait_field("ck", "status.phase", "Running");
+  expect_pods("ck", 2, 1, "pb-00", NULL);
+  json_decref(gq_test_sim_call(&w.sim, "GET", path, NULL, 404));
+  assert_int_equal(events("ck", "ForceDeleted"), 1);
+  assert_int_equal(events("ck", "NoCheckpoint"), 1);
+  done();
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -696,6 +738,7 @@ int main(void)
       cmocka_unit_test_teardown(test_reclaim_borrowed, world_down),
       cmocka_unit_test_teardown(test_node_removal_taint, world_down),
       cmocka_unit_test_teardown(test_drain_wait, world_down),
+      cmocka_unit_test_teardown(test_dead_node, world_down),
   };
 
   if (getenv("GQ_TEST_FILTER"))
