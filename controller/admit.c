@@ -203,6 +203,9 @@ void admit_free(struct ctl *c)
   free(c->preemptors); /* the jobs themselves free their reservations */
   c->preemptors = NULL;
   c->n_preemptors = 0;
+  free(c->draining);
+  c->draining = NULL;
+  c->n_draining = 0;
 }
 
 /* The forecast's releases, built the first time a pass needs them: when
@@ -634,6 +637,40 @@ static int try_preempt(struct pass *p, struct cohort_pass *cp, size_t ti,
   return rc > 0;
 }
 
+/* A job in Preempting keeps its place in its team's queue (DESIGN §5): if
+ * it goes before its team's head, the capacity where it would run now is
+ * reserved for it for this pass, so that no lower job (of any team) takes
+ * what frees while its old pods checkpoint; once they are gone it is
+ * queued again at that place and admitted there. */
+static void draining_resv(struct pass *p, struct cohort_pass *cp)
+{
+  struct ctl *c = p->c;
+
+  for (size_t i = 0; i < c->n_draining; i++) {
+    struct cjob *cj = c->draining[i];
+    const struct gq_gpujob *j = ctl_job_spec(c, cj);
+    const char *flavor = strrchr(cj->flavor, ':');
+    struct cjob *head;
+    size_t ti, *out;
+
+    for (ti = 0; ti < cp->n && strcmp(cp->teams[ti]->name, cj->team); ti++)
+      ;
+    if (!j || ti == cp->n || j->suspend)
+      continue;
+    head = cp->teams[ti]->n ? cp->teams[ti]->q[0] : NULL;
+    if (head && (head->priority > cj->priority ||
+                 (head->priority == cj->priority &&
+                  head->queued_ms < cj->queued_ms)))
+      continue; /* not the best waiting job of its team */
+    flavor = flavor ? flavor + 1 : cj->flavor;
+    out = gq_xcalloc((size_t)j->replicas, sizeof(*out));
+    if (gq_place_job(p->s, j, flavor, out, NULL, 0) == 0)
+      for (int32_t r = 0; r < j->replicas; r++)
+        resv_add(p, p->s->nodes[out[r]].node->meta.name, j, cj);
+    free(out);
+  }
+}
+
 static void reserve(struct pass *p, struct cjob *cj, const struct gq_gpujob *j,
                     const char *flavor)
 {
@@ -696,6 +733,7 @@ static void decide_cohort(struct pass *p, struct ccohort *k,
   struct gq_qcohort qc = {cp->qt, n, *k->redis_cohort != '\0'};
   char why[1024];
 
+  draining_resv(p, cp);
   for (;;) {
     size_t ti, cnt = 0;
     struct cjob *cj;

@@ -203,6 +203,8 @@ struct ctl {
   struct cpod *held;         /* pods holding resources, by key */
   struct cjob **preemptors;  /* jobs with resv_nodes (admit.c) */
   size_t n_preemptors;
+  struct cjob **draining;    /* jobs in Preempting (disrupt.c) */
+  size_t n_draining;
   /* status writes: two FIFO lanes (urgent: jobs that hold or finish;
    * background: queued jobs' positions), at most a few in flight so that
    * pod creates never wait behind them and changes coalesce meanwhile */
@@ -314,6 +316,8 @@ int disrupt_wait_tick(struct ctl *c, struct cjob *cj,
  * than --notready-timeout (DESIGN §5); *next_ms gets the next deadline
  * (virtual ms) if earlier. */
 void disrupt_force_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms);
+/* Takes cj off c->draining (its pods are gone, or it is freed). */
+void disrupt_unlist(struct ctl *c, struct cjob *cj);
 /* Frees what disrupt.c keeps in cj. */
 void disrupt_forget(struct cjob *cj);
 

@@ -198,8 +198,23 @@ void disrupt_describe(struct ctl *c, struct cjob *cj, char *why, size_t len)
   disrupt_cause(cj, "PodMissing", why);
 }
 
+void disrupt_unlist(struct ctl *c, struct cjob *cj)
+{
+  for (size_t i = 0; i < c->n_draining; i++)
+    if (c->draining[i] == cj) {
+      c->draining[i] = c->draining[--c->n_draining];
+      return;
+    }
+}
+
 void disrupt_begin(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
 {
+  /* listed: while its pods go, capacity that frees is held for it if it
+   * is the best waiting job of its team (admit.c) */
+  disrupt_unlist(c, cj);
+  c->draining = gq_xrealloc(c->draining, (c->n_draining + 1) *
+                                             sizeof(*c->draining));
+  c->draining[c->n_draining++] = cj;
   cj->td_ms = gq_clock_now_ms();
   cj->preempted = 1;
   if (!cj->cause[0])
@@ -219,6 +234,7 @@ void disrupt_done(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
   int wrote = cj->ckpt && cj->ckpt_attempt == cj->attempt;
   int64_t lost = 0;
 
+  disrupt_unlist(c, cj);
   gq_metric_add(c->m_preemptions, l, 1);
   /* the next attempt resumes from the checkpoint: with one written at this
    * SIGTERM nothing is lost, else everything since this attempt started */

@@ -192,6 +192,7 @@ void jobs_forget(struct ctl *c, struct cjob *cj)
 {
   status_forget(c, cj);
   disrupt_victim_done(c, cj);
+  disrupt_unlist(c, cj);
   admit_unreserve(c, cj);
   disrupt_forget(cj);
   free_nodes(cj);

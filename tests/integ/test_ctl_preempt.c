@@ -20,7 +20,9 @@
  *     wait while the job runs; --drain-wait after the cordon gpuq
  *     checkpoints it, and the drain completes;
  *   - a terminating pod on a NotReady node is force-deleted after
- *     --notready-timeout, and its job runs again elsewhere.
+ *     --notready-timeout, and its job runs again elsewhere;
+ *   - a drained high-priority job keeps its place: GPUs that free while it
+ *     checkpoints go to it, not to a waiting lower-priority job.
  * The clock runs 10x (virtual seconds in the job specs); every wait is for
  * a condition, with a deadline; each test ends with the sim's report
  * (invariant violations, placement misses) and a clean controller exit.
@@ -730,6 +732,46 @@ static void test_dead_node(void **state)
   done();
 }
 
+/* ---- 7. a Preempting job keeps its place ---------------------------------- */
+
+/* 'hi' (priority 10, a 90 s checkpoint) runs on pa-00, 'filler' (40 s) on
+ * pb-00, 'lo' (priority 0) waits. pa-00 is drained: while hi checkpoints,
+ * filler ends and pb-00 frees. It is held for hi (the best waiting job of
+ * the team), not given to lo: hi resumes there, lo still waits. */
+static void test_preempting_keeps_place(void **state)
+{
+  static const char *const nodes[] = {"pa-:8", "pb-:8", NULL};
+  struct job hi = {.name = "hi", .gpus = 8, .run_s = 36000, .priority = 10,
+                   .ckpt_s = 90, .grace_s = 120};
+  struct job filler = {.name = "filler", .gpus = 8, .run_s = 40,
+                       .priority = 5};
+  struct job lo = {.name = "lo", .gpus = 8, .run_s = 36000};
+  char loc[512];
+
+  (void)state;
+  world_up(nodes, NULL);
+  quota(NS, 16, "");
+  job(&hi);
+  wait_field("hi", "status.phase", "Running");
+  expect_pods("hi", 1, 1, "pa-00", NULL);
+  job(&filler);
+  wait_field("filler", "status.phase", "Running");
+  job(&lo);
+  wait_field("lo", "status.phase", "Queued");
+  KUBECTL("cordon", "pa-00");
+  json_decref(gq_test_sim_call(&w.sim, "POST", "/sim/v1/nodes/pa-00/drain",
+                               NULL, 200));
+  wait_field("hi", "status.phase", "Preempting");
+  wait_field("filler", "status.phase", "Succeeded");
+  wait_field("hi", "status.attempts", "2");
+  wait_field("hi", "status.phase", "Running");
+  last_checkpoint("hi", loc, sizeof(loc));
+  expect_pods("hi", 2, 1, "pb-00", loc);
+  assert_int_equal(status_int("lo", "attempts"), 0);
+  assert_int_equal(events("lo", "Admitted"), 0);
+  done();
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -739,6 +781,7 @@ int main(void)
       cmocka_unit_test_teardown(test_node_removal_taint, world_down),
       cmocka_unit_test_teardown(test_drain_wait, world_down),
       cmocka_unit_test_teardown(test_dead_node, world_down),
+      cmocka_unit_test_teardown(test_preempting_keeps_place, world_down),
   };
 
   if (getenv("GQ_TEST_FILTER"))
