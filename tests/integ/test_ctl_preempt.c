@@ -22,7 +22,14 @@
  *   - a terminating pod on a NotReady node is force-deleted after
  *     --notready-timeout, and its job runs again elsewhere;
  *   - a drained high-priority job keeps its place: GPUs that free while it
- *     checkpoints go to it, not to a waiting lower-priority job.
+ *     checkpoints go to it, not to a waiting lower-priority job;
+ *   - 5 preemptions of a job with backoffLimit 0: each replica exits 0
+ *     after SIGTERM (a checkpoint, not a success), none counts as a
+ *     failure, and /metrics counts them;
+ *   - the excess of a team whose quota an admin lowered is reclaimed by a
+ *     lender;
+ *   - a device-plugin loss leaves running pods alone, and nothing new goes
+ *     to that node.
  * The clock runs 10x (virtual seconds in the job specs); every wait is for
  * a condition, with a deadline; each test ends with the sim's report
  * (invariant violations, placement misses) and a clean controller exit.
@@ -106,7 +113,7 @@ static void world_up(const char *const *nodes, const char *const *extra)
   for (; extra && *extra && n < 23; extra++)
     args[n++] = *extra;
   args[n] = NULL;
-  assert_int_equal(gq_test_ctl_start(&w.ctl, &w.sim, w.redis.url, 0, args),
+  assert_int_equal(gq_test_ctl_start(&w.ctl, &w.sim, w.redis.url, 1, args),
                    0);
 }
 
@@ -322,6 +329,18 @@ static json_t *pods_of(const char *name, int attempt)
   items = json_incref(json_object_get(l, "items"));
   json_decref(l);
   return items ? items : json_array();
+}
+
+/* The API path of the (only) pod of the job's attempt, into buf. */
+static void pod_path(const char *name, int attempt, char *buf, size_t len)
+{
+  json_t *items = pods_of(name, attempt);
+
+  assert_int_equal(json_array_size(items), 1);
+  snprintf(buf, len, "/api/v1/namespaces/" NS "/pods/%s",
+           json_string_value(json_object_get(json_object_get(
+               json_array_get(items, 0), "metadata"), "name")));
+  json_decref(items);
 }
 
 /* Every pod of the attempt runs on 'node' with GPUQ_RESUME_FROM = resume
@@ -705,7 +724,6 @@ static void test_dead_node(void **state)
   static const char *const extra[] = {"--notready-timeout", "20", NULL};
   struct job ck = {.name = "ck", .gpus = 8, .run_s = 36000, .ckpt_s = 5,
                    .grace_s = 30};
-  json_t *items;
   char path[400];
 
   (void)state;
@@ -716,11 +734,7 @@ static void test_dead_node(void **state)
   expect_pods("ck", 1, 1, "pa-00", NULL);
   json_decref(gq_test_sim_call(&w.sim, "POST", "/sim/v1/nodes/pa-00/notready",
                                NULL, 200));
-  items = pods_of("ck", 1);
-  snprintf(path, sizeof(path), "/api/v1/namespaces/" NS "/pods/%s",
-           json_string_value(json_object_get(json_object_get(
-               json_array_get(items, 0), "metadata"), "name")));
-  json_decref(items);
+  pod_path("ck", 1, path, sizeof(path));
   json_decref(gq_test_sim_call(&w.sim, "DELETE", path, NULL, 200));
   wait_field("ck", "status.phase", "Preempting");
   wait_field("ck", "status.attempts", "2");
@@ -772,6 +786,145 @@ static void test_preempting_keeps_place(void **state)
   done();
 }
 
+/* ---- 8. preemptions are not failures ------------------------------------- */
+
+/* The /metrics text of the controller (heap). */
+static char *metrics(void)
+{
+  char url[128], *resp = NULL;
+
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics",
+           w.ctl.metrics_port);
+  assert_int_equal(gq_test_http("GET", url, NULL, NULL, NULL, &resp), 200);
+  return resp;
+}
+
+static void expect_metric(const char *text, const char *line)
+{
+  if (!strstr(text, line))
+    fail_msg("/metrics has no line '%s':\n%s", line, text);
+}
+
+/* 'p' (backoffLimit 0, checkpointing) loses its pod to a plain delete five
+ * times: each time the replica checkpoints and exits 0, which is neither
+ * a success nor a failure; the job resumes from the new checkpoint. */
+static void test_five_preemptions(void **state)
+{
+  static const char *const nodes[] = {"pa-:8", NULL};
+  struct job pj = {.name = "p", .gpus = 8, .run_s = 36000, .ckpt_s = 2,
+                   .grace_s = 30, .spec = ",'backoffLimit':0"};
+  char path[400], want[16], *m;
+  json_t *st;
+
+  (void)state;
+  world_up(nodes, NULL);
+  quota(NS, 8, "");
+  job(&pj);
+  for (int a = 1; a <= 5; a++) {
+    snprintf(want, sizeof(want), "%d", a);
+    wait_field("p", "status.attempts", want);
+    wait_field("p", "status.phase", "Running");
+    pod_path("p", a, path, sizeof(path));
+    json_decref(gq_test_sim_call(&w.sim, "DELETE", path, NULL, 200));
+  }
+  wait_field("p", "status.attempts", "6");
+  wait_field("p", "status.phase", "Running");
+  wait_field("p", "status.preemptions", "5");
+  st = status_of("p");
+  assert_int_equal(json_integer_value(json_object_get(st, "failedAttempts")),
+                   0);
+  json_decref(st);
+  assert_int_equal(events("p", "Checkpointed"), 5);
+  assert_int_equal(events("p", "Resuming"), 5);
+  assert_int_equal(events("p", "Succeeded"), 0);
+  m = metrics();
+  expect_metric(m, "gpuq_preemptions_total{reason=\"Deleted\"} 5");
+  expect_metric(m, "gpuq_checkpoint_resumes_total{team=\"team-a\"} 5");
+  expect_metric(m, "gpuq_checkpoint_duration_seconds_count 5");
+  free(m);
+  done();
+}
+
+/* ---- 9. the excess after a quota was lowered ------------------------------ */
+
+/* b (nominal 16) runs b1 and b2 within its quota; an admin lowers it to 8:
+ * they keep running, and the 8 above it count as borrowed. Lender a's job
+ * a1 takes them back from one of b's jobs (QuotaReclaim). */
+static void test_reclaim_lowered(void **state)
+{
+  static const char *const nodes[] = {"pa-:8", "pb-:8", NULL};
+  struct job b1 = {.name = "b1", .team = "b", .gpus = 8, .run_s = 36000,
+                   .ckpt_s = 2, .grace_s = 30};
+  struct job b2 = b1, a1 = {.name = "a1", .team = "a", .gpus = 8,
+                            .run_s = 36000};
+  long long p1, p2;
+
+  (void)state;
+  b2.name = "b2";
+  world_up(nodes, NULL);
+  quota("a", 8, ",'cohort':'c'");
+  quota("b", 16, ",'cohort':'c'");
+  job(&b1);
+  job(&b2);
+  wait_field("b1", "status.phase", "Running");
+  wait_field("b2", "status.phase", "Running");
+  json_decref(gq_test_sim_call(&w.sim, "PATCH", GJ "/teamquotas/b",
+      "{\"spec\":{\"resources\":[{\"flavor\":\"*\",\"nominal\":8}]}}",
+      200));
+  assert_true(gq_test_wait_field(&w.sim, GJ "/teamquotas/b",
+                                 "status.borrowedGPUs", "8", WAIT_MS));
+  job(&a1);
+  wait_field("a1", "status.phase", "Running");
+  p1 = status_int("b1", "preemptions");
+  p2 = status_int("b2", "preemptions");
+  if (p1 + p2 != 1)
+    fail_msg("b1 and b2 preempted %lld and %lld times, want 1 in all", p1,
+             p2);
+  wait_field(p1 ? "b1" : "b2", "status.phase", "Queued");
+  expect_untouched(p1 ? "b2" : "b1");
+  done();
+}
+
+/* ---- 10. device-plugin loss ----------------------------------------------- */
+
+/* x runs on pa-00, whose device plugin goes: x keeps running, and y
+ * (4 GPUs, whose best fit would be pa-00's other 4) goes to pb-00. */
+static void test_device_plugin_loss(void **state)
+{
+  static const char *const nodes[] = {"pa-:8", "pb-:8", NULL};
+  struct job x = {.name = "x", .gpus = 4, .run_s = 36000};
+  struct job y = {.name = "y", .gpus = 4, .run_s = 36000};
+
+  (void)state;
+  world_up(nodes, NULL);
+  quota(NS, 16, "");
+  job(&x);
+  wait_field("x", "status.phase", "Running");
+  expect_pods("x", 1, 1, "pa-00", NULL);
+  json_decref(gq_test_sim_call(&w.sim, "POST",
+                               "/sim/v1/nodes/pa-00/device-plugin-loss", NULL,
+                               200));
+  /* the controller has seen it once it says so on the node */
+  for (int t = 0;; t += 50) {
+    json_t *l = gq_test_sim_call(&w.sim, "GET", "/api/v1/events?"
+                                 "fieldSelector=reason%3DGPUCapacityLost",
+                                 NULL, 200);
+    size_t n = json_array_size(json_object_get(l, "items"));
+
+    json_decref(l);
+    if (n > 0)
+      break;
+    if (t > WAIT_MS)
+      fail_msg("no GPUCapacityLost event for pa-00");
+    gq_test_sleep_ms(50);
+  }
+  job(&y);
+  wait_field("y", "status.phase", "Running");
+  expect_pods("y", 1, 1, "pb-00", NULL);
+  expect_untouched("x");
+  done();
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -782,6 +935,9 @@ int main(void)
       cmocka_unit_test_teardown(test_drain_wait, world_down),
       cmocka_unit_test_teardown(test_dead_node, world_down),
       cmocka_unit_test_teardown(test_preempting_keeps_place, world_down),
+      cmocka_unit_test_teardown(test_five_preemptions, world_down),
+      cmocka_unit_test_teardown(test_reclaim_lowered, world_down),
+      cmocka_unit_test_teardown(test_device_plugin_loss, world_down),
   };
 
   if (getenv("GQ_TEST_FILTER"))
