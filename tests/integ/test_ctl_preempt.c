@@ -29,7 +29,9 @@
  *   - the excess of a team whose quota an admin lowered is reclaimed by a
  *     lender;
  *   - a device-plugin loss leaves running pods alone, and nothing new goes
- *     to that node.
+ *     to that node;
+ *   - staggered victim exits: the victim that is gone first does not get
+ *     its GPUs back while the other still checkpoints (no thrashing).
  * The clock runs 10x (virtual seconds in the job specs); every wait is for
  * a condition, with a deadline; each test ends with the sim's report
  * (invariant violations, placement misses) and a clean controller exit.
@@ -925,6 +927,43 @@ static void test_device_plugin_loss(void **state)
   done();
 }
 
+/* ---- 11. staggered victims ----------------------------------------------- */
+
+/* 'urgent' (16 GPUs, priority 10) needs both 8-GPU jobs of the only node:
+ * 'quick' checkpoints in 5 s, 'slow' in 50 s. quick is gone and queued
+ * again long before slow: the GPUs it left stay reserved for urgent, so
+ * quick is not admitted again; urgent runs once slow is gone, after one
+ * preemption round only. */
+static void test_staggered_victims(void **state)
+{
+  static const char *const nodes[] = {"pa-:16", NULL};
+  struct job quick = {.name = "quick", .gpus = 8, .run_s = 36000,
+                      .ckpt_s = 5, .grace_s = 100};
+  struct job slow = quick, urgent = {.name = "urgent", .gpus = 16,
+                                     .run_s = 36000, .priority = 10};
+
+  (void)state;
+  slow.name = "slow";
+  slow.ckpt_s = 50;
+  world_up(nodes, NULL);
+  quota(NS, 32, "");
+  job(&quick);
+  job(&slow);
+  wait_field("quick", "status.phase", "Running");
+  wait_field("slow", "status.phase", "Running");
+  job(&urgent);
+  wait_field("urgent", "status.reason", "WaitingForPreemption");
+  wait_field("quick", "status.phase", "Queued");
+  wait_field("slow", "status.phase", "Preempting");
+  wait_field("urgent", "status.phase", "Running");
+  expect_pods("urgent", 1, 1, "pa-00", NULL);
+  assert_int_equal(events("quick", "Admitted"), 1);
+  assert_int_equal(events("slow", "Admitted"), 1);
+  assert_int_equal(events("urgent", "Preempting"), 1);
+  assert_int_equal(status_int("quick", "attempts"), 1);
+  done();
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -938,6 +977,7 @@ int main(void)
       cmocka_unit_test_teardown(test_five_preemptions, world_down),
       cmocka_unit_test_teardown(test_reclaim_lowered, world_down),
       cmocka_unit_test_teardown(test_device_plugin_loss, world_down),
+      cmocka_unit_test_teardown(test_staggered_victims, world_down),
   };
 
   if (getenv("GQ_TEST_FILTER"))
