@@ -35,6 +35,7 @@
 #include "base/log.h"
 #include "controller/forecast.h"
 #include "controller/place.h"
+#include "controller/preempt.h"
 #include "controller/snapshot.h"
 
 #include <stdio.h>
@@ -50,12 +51,17 @@
  * reservation and ETA refreshed within a few passes. */
 #define FORECASTS_MAX 4
 #define TRIES_MAX 20000     /* placements tried per pass; then a new pass */
+#define PREEMPT_MAX 2       /* victim searches per pass (each tries several
+                               placements) */
 
 static const struct gq_lc lc = {"controller", "admit", NULL};
 
 struct resv { /* one replica of a reservation, committed to the snapshot */
   const char *node;
   struct gq_podsched req;
+  const struct cjob *owner; /* a preemptor's (kept across passes), or NULL:
+                               a forecast's (this pass only) */
+  int committed;
 };
 
 struct pass {
@@ -67,7 +73,7 @@ struct pass {
   struct resv *resv;
   size_t n_resv, cap_resv;
   int64_t resv_min; /* earliest reservation start, -1 none */
-  int forecasts, tries;
+  int forecasts, tries, preempts;
   uint64_t *failed; /* shapes that found no capacity (hash, team, bf) */
   size_t n_failed, cap_failed;
   int64_t now_ms;
@@ -197,6 +203,12 @@ void admit_free(struct ctl *c)
   free(c->snap_nodes);
   c->snap_nodes = NULL;
   c->snap_valid = 0;
+  free(c->preemptors); /* the jobs themselves free their reservations */
+  c->preemptors = NULL;
+  c->n_preemptors = 0;
+  free(c->draining);
+  c->draining = NULL;
+  c->n_draining = 0;
 }
 
 /* The forecast's releases, built the first time a pass needs them: when
@@ -225,10 +237,52 @@ static void build_rel(struct pass *p)
   p->rel_built = 1;
 }
 
+/* Commits (sign 1) or uncommits (-1) the reservations of owner (NULL:
+ * the forecasts'). */
+static void toggle_owned(struct pass *p, const struct cjob *owner, int sign)
+{
+  for (size_t i = 0; i < p->n_resv; i++) {
+    struct resv *rv = &p->resv[i];
+
+    if (rv->owner != owner || rv->committed == (sign > 0))
+      continue;
+    gq_snapshot_commit(p->s, rv->node, &rv->req, sign);
+    rv->committed = sign > 0;
+  }
+}
+
+/* The forecasts' reservations: backfill may use them, never a
+ * preemptor's. */
 static void toggle_resv(struct pass *p, int sign)
 {
-  for (size_t i = 0; i < p->n_resv; i++)
-    gq_snapshot_commit(p->s, p->resv[i].node, &p->resv[i].req, sign);
+  toggle_owned(p, NULL, sign);
+}
+
+static void resv_add(struct pass *p, const char *node,
+                     const struct gq_gpujob *j, const struct cjob *owner)
+{
+  struct resv *rv;
+
+  if (p->n_resv == p->cap_resv) {
+    p->cap_resv = p->cap_resv ? 2 * p->cap_resv : 16;
+    p->resv = gq_xrealloc(p->resv, p->cap_resv * sizeof(*p->resv));
+  }
+  rv = &p->resv[p->n_resv++];
+  rv->node = node;
+  rv->owner = owner;
+  gq_place_replica_request(j, &rv->req);
+  rv->committed = gq_snapshot_commit(p->s, node, &rv->req, 1) == 0;
+}
+
+/* Uncommits every reservation (at the end of a pass). */
+static void resv_clear(struct pass *p)
+{
+  for (size_t i = 0; i < p->n_resv; i++) {
+    if (p->resv[i].committed)
+      gq_snapshot_commit(p->s, p->resv[i].node, &p->resv[i].req, -1);
+    gq_place_replica_release(&p->resv[i].req);
+  }
+  p->n_resv = 0;
 }
 
 static int shape_failed(struct pass *p, uint64_t key)
@@ -409,6 +463,217 @@ static void use_add(struct cohort_pass *cp, size_t team, const char *key,
   cp->use[cp->n_use++] = (struct gq_ledger_use){team, gq_xstrdup(key), gpus};
 }
 
+/* ---- preemption (DESIGN §4, controller/preempt.h) ------------------ */
+
+#define PREEMPT_RETRY_MS 2000 /* a fruitless victim search waits (real ms) */
+
+void admit_unreserve(struct ctl *c, struct cjob *cj)
+{
+  size_t i;
+
+  if (!cj->resv_nodes)
+    return;
+  for (char **n = cj->resv_nodes; *n; n++)
+    free(*n);
+  free(cj->resv_nodes);
+  cj->resv_nodes = NULL;
+  for (i = 0; i < c->n_preemptors && c->preemptors[i] != cj; i++)
+    ;
+  if (i < c->n_preemptors)
+    c->preemptors[i] = c->preemptors[--c->n_preemptors];
+}
+
+/* At the start of a pass: the GPUs reserved for each preemptor still
+ * waiting are committed, so that nobody else (its victims included) takes
+ * the hole its victims leave (no thrashing); they stay reserved until it
+ * is admitted, leaves the queue, or finds its victims gone and still does
+ * not fit. */
+static void preemptor_resv(struct pass *p)
+{
+  struct ctl *c = p->c;
+
+  for (size_t i = 0; i < c->n_preemptors;) {
+    struct cjob *cj = c->preemptors[i];
+    const struct gq_gpujob *j = ctl_job_spec(c, cj);
+
+    if (cj->state != CJ_QUEUED || !j) {
+      admit_unreserve(c, cj); /* moves the last one to i */
+      continue;
+    }
+    for (char **n = cj->resv_nodes; *n; n++)
+      resv_add(p, *n, j, cj);
+    i++;
+  }
+}
+
+struct pcand { /* a candidate victim and the pods that hold for it */
+  struct cjob *cj;
+  size_t team;
+  const char **nodes;
+  const struct gq_podsched **reqs;
+  size_t n, cap;
+  UT_hash_handle hh;
+};
+
+static void victim_why(struct cjob *v, struct cjob *by, int same, char *buf,
+                       size_t len)
+{
+  if (same)
+    snprintf(buf, len, "preempted for job %s (priority %d > %d) of the same "
+             "team, which needs its GPUs", by->key, (int)by->priority,
+             (int)v->priority);
+  else
+    snprintf(buf, len, "team '%s' runs it on GPUs above its nominal quota; "
+             "team '%s' takes them back for job %s", v->team, by->team,
+             by->key);
+}
+
+/* Looks for victims whose GPUs let cj (the blocked head of team ti) run
+ * (gq_preempt_select over the running jobs of the cohort), preempts them
+ * and reserves their GPUs for cj. Returns 1 if it did. */
+static int try_preempt(struct pass *p, struct cohort_pass *cp, size_t ti,
+                       struct cjob *cj, const struct gq_gpujob *j)
+{
+  struct ctl *c = p->c;
+  struct pcand *byuid = NULL, *pc, *pt, **list = NULL;
+  struct gq_preempt_cand *cand;
+  struct cjob *x, *xt;
+  struct cpod *r, *rt;
+  size_t n = 0, *victims, *out;
+  struct gq_assignment a;
+  struct gq_preempt_ask ask;
+  char names[512], why[1024];
+  size_t off = 0;
+  int rc;
+
+  if (p->preempts >= PREEMPT_MAX || (cj->preempt_ms &&
+      gq_clock_mono_ms() - cj->preempt_ms < PREEMPT_RETRY_MS))
+    return 0;
+  p->preempts++;
+  cj->preempt_ms = gq_clock_mono_ms();
+  HASH_ITER(hh, c->jobs, x, xt) {
+    size_t k;
+
+    if (x == cj || x->state != CJ_ACTIVE || !x->has_adm || x->creates_left)
+      continue;
+    for (k = 0; k < cp->n && strcmp(cp->teams[k]->name, x->team); k++)
+      ;
+    if (k == cp->n)
+      continue;
+    pc = gq_xcalloc(1, sizeof(*pc));
+    pc->cj = x;
+    pc->team = k;
+    HASH_ADD_KEYPTR(hh, byuid, x->uid, strlen(x->uid), pc);
+    list = gq_xrealloc(list, (n + 1) * sizeof(*list));
+    list[n++] = pc;
+  }
+  HASH_ITER(hh, c->held, r, rt) {
+    if (!r->committed || !r->job_uid)
+      continue;
+    HASH_FIND_STR(byuid, r->job_uid, pc);
+    if (!pc)
+      continue;
+    if (pc->n == pc->cap) {
+      pc->cap = pc->cap ? 2 * pc->cap : 4;
+      pc->nodes = gq_xrealloc(pc->nodes, pc->cap * sizeof(*pc->nodes));
+      pc->reqs = gq_xrealloc(pc->reqs, pc->cap * sizeof(*pc->reqs));
+    }
+    pc->nodes[pc->n] = r->node;
+    pc->reqs[pc->n++] = &r->req;
+  }
+  cand = gq_xcalloc(n + 1, sizeof(*cand));
+  for (size_t i = 0; i < n; i++) {
+    const struct gq_gpujob *xj = ctl_job_spec(c, list[i]->cj);
+
+    x = list[i]->cj;
+    cand[i] = (struct gq_preempt_cand){
+        list[i]->team, x->priority, x->gpus, x->flavor,
+        gq_preempt_at_risk(p->now_ms, x->start_ms, x->ckpt_ms,
+                           xj ? xj->checkpoint_interval_s : -1, x->gpus),
+        xj && xj->preemptible && list[i]->n > 0, list[i]->n,
+        list[i]->nodes, list[i]->reqs};
+  }
+  victims = gq_xcalloc(n + 1, sizeof(*victims));
+  out = gq_xcalloc((size_t)j->replicas, sizeof(*out));
+  ask = (struct gq_preempt_ask){p->s, j, cj->priority, cp->tq, cp->n, ti,
+                                cp->use, cp->n_use};
+  rc = gq_preempt_select(&ask, cand, n, victims, &a, out);
+  if (rc > 0) {
+    cj->resv_nodes = gq_xcalloc((size_t)j->replicas + 1,
+                                sizeof(*cj->resv_nodes));
+    for (int32_t i = 0; i < j->replicas; i++)
+      cj->resv_nodes[i] = gq_xstrdup(p->s->nodes[out[i]].node->meta.name);
+    for (int v = 0; v < rc; v++) {
+      struct pcand *vc = list[victims[v]];
+      int same = vc->team == ti;
+      int w;
+
+      victim_why(vc->cj, cj, same, why, sizeof(why));
+      w = snprintf(names + off, sizeof(names) - off, "%s%s", v ? ", " : "",
+                   vc->cj->key);
+      if (w > 0 && (size_t)w < sizeof(names) - off)
+        off += (size_t)w;
+      jobs_preempt(c, vc->cj, cj, same ? "PreemptedByPriority"
+                                       : "QuotaReclaim", why);
+    }
+    c->preemptors = gq_xrealloc(c->preemptors, (c->n_preemptors + 1) *
+                                                   sizeof(*c->preemptors));
+    c->preemptors[c->n_preemptors++] = cj;
+    for (char **nd = cj->resv_nodes; *nd; nd++)
+      resv_add(p, *nd, j, cj);
+    status_set(cj, "WaitingForPreemption", "preempting %d job(s) for its "
+               "%lld GPUs (%s); their GPUs are reserved for it while they "
+               "checkpoint", rc, (long long)cj->gpus, names);
+    status_event(c, cj, "Normal", "Preempting", "preempting %d job(s) to "
+                 "make room: %s", rc, names);
+  }
+  HASH_ITER(hh, byuid, pc, pt) {
+    HASH_DEL(byuid, pc);
+    free(pc->nodes);
+    free(pc->reqs);
+    free(pc);
+  }
+  free(list);
+  free(cand);
+  free(victims);
+  free(out);
+  return rc > 0;
+}
+
+/* A job in Preempting keeps its place in its team's queue (DESIGN §5): if
+ * it goes before its team's head, the capacity where it would run now is
+ * reserved for it for this pass, so that no lower job (of any team) takes
+ * what frees while its old pods checkpoint; once they are gone it is
+ * queued again at that place and admitted there. */
+static void draining_resv(struct pass *p, struct cohort_pass *cp)
+{
+  struct ctl *c = p->c;
+
+  for (size_t i = 0; i < c->n_draining; i++) {
+    struct cjob *cj = c->draining[i];
+    const struct gq_gpujob *j = ctl_job_spec(c, cj);
+    const char *flavor = strrchr(cj->flavor, ':');
+    struct cjob *head;
+    size_t ti, *out;
+
+    for (ti = 0; ti < cp->n && strcmp(cp->teams[ti]->name, cj->team); ti++)
+      ;
+    if (!j || ti == cp->n || j->suspend)
+      continue;
+    head = cp->teams[ti]->n ? cp->teams[ti]->q[0] : NULL;
+    if (head && (head->priority > cj->priority ||
+                 (head->priority == cj->priority &&
+                  head->queued_ms < cj->queued_ms)))
+      continue; /* not the best waiting job of its team */
+    flavor = flavor ? flavor + 1 : cj->flavor;
+    out = gq_xcalloc((size_t)j->replicas, sizeof(*out));
+    if (gq_place_job(p->s, j, flavor, out, NULL, 0) == 0)
+      for (int32_t r = 0; r < j->replicas; r++)
+        resv_add(p, p->s->nodes[out[r]].node->meta.name, j, cj);
+    free(out);
+  }
+}
+
 static void reserve(struct pass *p, struct cjob *cj, const struct gq_gpujob *j,
                     const char *flavor)
 {
@@ -424,18 +689,8 @@ static void reserve(struct pass *p, struct cjob *cj, const struct gq_gpujob *j,
   if (gq_forecast_start(p->s, j, flavor, p->rel, p->n_rel, p->now_ms, &start,
                         out) == 0 &&
       start >= 0) {
-    for (int32_t i = 0; i < j->replicas; i++) {
-      struct resv *rv;
-
-      if (p->n_resv == p->cap_resv) {
-        p->cap_resv = p->cap_resv ? 2 * p->cap_resv : 16;
-        p->resv = gq_xrealloc(p->resv, p->cap_resv * sizeof(*p->resv));
-      }
-      rv = &p->resv[p->n_resv++];
-      rv->node = p->s->nodes[out[i]].node->meta.name;
-      gq_place_replica_request(j, &rv->req);
-      gq_snapshot_commit(p->s, rv->node, &rv->req, 1);
-    }
+    for (int32_t i = 0; i < j->replicas; i++)
+      resv_add(p, p->s->nodes[out[i]].node->meta.name, j, NULL);
     if (p->resv_min < 0 || start < p->resv_min)
       p->resv_min = start;
   }
@@ -481,6 +736,7 @@ static void decide_cohort(struct pass *p, struct ccohort *k,
   struct gq_qcohort qc = {cp->qt, n, *k->redis_cohort != '\0'};
   char why[1024];
 
+  draining_resv(p, cp);
   for (;;) {
     size_t ti, cnt = 0;
     struct cjob *cj;
@@ -519,10 +775,39 @@ static void decide_cohort(struct pass *p, struct ccohort *k,
     out = gq_xcalloc((size_t)j->replicas, sizeof(*out));
     if (bf)
       toggle_resv(p, -1);
+    toggle_owned(p, cj, -1); /* what is reserved for it, if anything */
     rc = gq_assign_job(p->s, j, cp->tq, n, ti, cp->use, cp->n_use, &a, out,
                        why, sizeof(why));
+    if (rc != 0)
+      toggle_owned(p, cj, 1);
     if (bf)
       toggle_resv(p, 1);
+    if (rc != 0 && cj->resv_nodes && cj->victims_left > 0) {
+      /* its victims are still checkpointing: it waits for them */
+      blocked[ti] = 1;
+      if (rc == GQ_EQUOTA)
+        stop[ti] = 1;
+      status_set(cj, "WaitingForPreemption", "waiting for %d preempted "
+                 "job(s) to checkpoint and release their GPUs",
+                 cj->victims_left);
+      status_flush(c, cj);
+      free(out);
+      continue;
+    }
+    if (cj->resv_nodes) /* admitted, or its victims are gone */
+      admit_unreserve(c, cj);
+    if (rc != 0 && !blocked[ti] &&
+        (rc == GQ_ECAPACITY || (rc == GQ_EQUOTA &&
+                                a.verdict == GQ_Q_COHORT_EXHAUSTED)) &&
+        try_preempt(p, cp, ti, cj, j)) {
+      blocked[ti] = 1;
+      if (rc == GQ_EQUOTA)
+        stop[ti] = 1;
+      p->blocked_capacity = 1;
+      status_flush(c, cj);
+      free(out);
+      continue;
+    }
     if (rc == 0) {
       decide_admit(p, k, cj, j, &a, out);
       use_add(cp, ti, cj->flavor, cj->gpus);
@@ -695,6 +980,7 @@ void admit_pass(struct ctl *c)
   if (!c->snap_valid)
     snapshot_rebuild(c);
   p.s = &c->snap;
+  preemptor_resv(&p);
   gq_metric_add(c->m_passes, NULL, 1);
   HASH_ITER(hh, c->cohorts, k, tk) {
     if (!k->rebuilt || k->rebuilding)
@@ -741,9 +1027,7 @@ void admit_pass(struct ctl *c)
 
       c->frag_gpus += f > 0 ? f : 0;
     }
-  toggle_resv(&p, -1); /* reservations live for one pass */
-  for (size_t i = 0; i < p.n_resv; i++)
-    gq_place_replica_release(&p.resv[i].req);
+  resv_clear(&p); /* committed again by the next pass */
   free(p.resv);
   free(p.rel);
   free(p.failed);

@@ -347,7 +347,12 @@ static void pod_del(const json_t *o, void *arg)
 
 static void node_changed(const json_t *o, void *arg)
 {
-  (void)o;
+  struct ctl *c = arg;
+  const struct gq_node *n = gq_informer_typed(c->inf_nodes,
+                                              ctl_meta_str(o, "name"));
+
+  if (n)
+    disrupt_node(c, n);
   admit_nodes_changed(arg);
   ctl_schedule_pass(arg);
 }
@@ -662,6 +667,8 @@ struct gq_ctl *gq_ctl_new(uv_loop_t *loop, struct gq_kclient *kc,
                                                    : GQ_LABEL_GPU_PRODUCT);
   c->o.topology_key =
       gq_xstrdup(o->topology_key ? o->topology_key : GQ_TOPOLOGY_ZONE);
+  c->o.drain_taints = gq_xstrdup(o->drain_taints ? o->drain_taints
+                                                 : GQ_CTL_DRAIN_TAINTS);
   c->o.lease_ns = gq_xstrdup(o->lease_ns ? o->lease_ns : "gpuq-system");
   c->o.lease_name = gq_xstrdup(o->lease_name ? o->lease_name
                                              : "gpuq-controller");
@@ -670,6 +677,10 @@ struct gq_ctl *gq_ctl_new(uv_loop_t *loop, struct gq_kclient *kc,
     c->o.audit_s = 60;
   if (c->o.sweep_ms <= 0)
     c->o.sweep_ms = 1000;
+  if (c->o.drain_wait_s <= 0)
+    c->o.drain_wait_s = 3600;
+  if (c->o.notready_timeout_s <= 0)
+    c->o.notready_timeout_s = 300;
   g_product_label = c->o.product_label;
   uv_timer_init(loop, &c->pass_timer);
   uv_timer_init(loop, &c->tick_timer);
@@ -717,6 +728,7 @@ struct gq_ctl *gq_ctl_new(uv_loop_t *loop, struct gq_kclient *kc,
       0, NULL, lat_buckets, sizeof(lat_buckets) / sizeof(lat_buckets[0]));
   c->m_passes = gq_metrics_counter(m, "gpuq_admission_passes_total",
       "Admission passes run.", 0, NULL);
+  disrupt_init(c);
   return (struct gq_ctl *)c;
 }
 
@@ -834,6 +846,7 @@ static void free_all(struct ctl *c)
   free((char *)c->o.redis_prefix);
   free((char *)c->o.product_label);
   free((char *)c->o.topology_key);
+  free((char *)c->o.drain_taints);
   free((char *)c->o.lease_ns);
   free((char *)c->o.lease_name);
   free((char *)c->o.identity);

@@ -24,6 +24,14 @@
 
 #define GQ_CTL_COMPONENT "gpuq-controller"
 #define GQ_CTL_POSITIONS_NOW 100 /* queue positions kept current at once */
+/* The taints cluster-autoscaler and Karpenter put on a node they are about
+ * to remove (DESIGN §5). */
+#define GQ_CTL_DRAIN_TAINTS "ToBeDeletedByClusterAutoscaler,karpenter.sh/disrupted"
+
+/* Checks a --drain-taints list: comma-separated taint keys, each a
+ * qualified name (Kubernetes label key syntax); "" is allowed. Returns 0, or
+ * GQ_EINVAL with a message naming the bad key in err (len bytes). */
+int gq_ctl_check_taints(const char *list, char *err, size_t len);
 
 struct gq_ctl;
 
@@ -32,6 +40,16 @@ struct gq_ctl_opts {
   const char *redis_prefix;    /* NULL = "gpuq" */
   const char *product_label;   /* NULL = nvidia.com/gpu.product */
   const char *topology_key;    /* NULL = topology.kubernetes.io/zone */
+  /* node-removal taint keys, comma-separated (DESIGN §5); NULL = the
+   * default GQ_CTL_DRAIN_TAINTS, "" = none (untolerated NoExecute taints
+   * count in every case) */
+  const char *drain_taints;
+  /* drainPolicy Wait: how long a job may keep running after its node was
+   * cordoned before gpuq checkpoints it (virtual seconds); 0 = 3600 */
+  int64_t drain_wait_s;
+  /* a terminating gpuq pod whose node has been NotReady this long is
+   * force-deleted (virtual seconds); 0 = 300 */
+  int64_t notready_timeout_s;
   int leader_elect;            /* campaign for the Lease below first */
   int fifo;                    /* --policy fifo: the plain FIFO baseline
                                   (admit.c; for comparisons, bench/replay) */

@@ -92,6 +92,24 @@ struct cjob {
   struct cteam *t;   /* its team's queue while CJ_QUEUED */
   int dirty;         /* on the dirty list */
   struct cjob *dnext;
+  /* checkpoints and disruptions (DESIGN §5, disrupt.c) */
+  char *ckpt;           /* status.lastCheckpoint.location (owned), or NULL */
+  int64_t ckpt_ms;      /* its time (virtual ms) */
+  int64_t ckpt_attempt; /* the attempt that wrote it; 0 = read from status */
+  int64_t td_ms;        /* virtual ms the current teardown began */
+  int preempted;        /* disrupted and not running again yet */
+  char cause[64];       /* why: DisruptionTarget reason, or gpuq's own */
+  char *cause_msg;      /* the sentence saying so (owned) */
+  int64_t cause_grace_s; /* grace period the disrupting pod got; -1 unknown */
+  /* priority preemption and reclaim (DESIGN §4, admit.c) */
+  char *preemptor;      /* a victim: the uid of the job it makes room for */
+  int victims_left;     /* a preemptor: victims still tearing down */
+  char **resv_nodes;    /* a preemptor: the nodes reserved for its
+                           replicas (owned, NULL-terminated), or NULL */
+  int64_t preempt_ms;   /* real ms of its last victim search */
+  int64_t cordon_ms;    /* drainPolicy Wait: virtual ms its node was first
+                           seen cordoned, 0 = not cordoned */
+  int pdb;              /* its PodDisruptionBudget was created */
   UT_hash_handle hh;
 };
 
@@ -145,6 +163,7 @@ struct cpod {
   struct gq_podsched req; /* owned requests (jobs_copy_request) */
   int64_t deletion_ms, grace_s;
   int committed;  /* counted in ctl.snap */
+  int forced;     /* force-deleted (disrupt.c) */
   UT_hash_handle hh;
 };
 
@@ -182,6 +201,10 @@ struct ctl {
   const struct gq_node **snap_nodes;
   int snap_valid;
   struct cpod *held;         /* pods holding resources, by key */
+  struct cjob **preemptors;  /* jobs with resv_nodes (admit.c) */
+  size_t n_preemptors;
+  struct cjob **draining;    /* jobs in Preempting (disrupt.c) */
+  size_t n_draining;
   /* status writes: two FIFO lanes (urgent: jobs that hold or finish;
    * background: queued jobs' positions), at most a few in flight so that
    * pod creates never wait behind them and changes coalesce meanwhile */
@@ -203,6 +226,8 @@ struct ctl {
   struct gq_metric *m_pending, *m_admitted_gpus, *m_nominal, *m_borrowed,
       *m_wait, *m_adm_latency, *m_gpu_seconds, *m_api_errors, *m_redis_errors,
       *m_drift, *m_frag, *m_lost_nodes, *m_admissions, *m_passes;
+  struct gq_metric *m_preemptions, *m_ckpt_duration, *m_lost_gpu_s,
+      *m_resumes; /* disrupt.c */
   int64_t frag_gpus;
   int64_t freed_ms;
   int closing;               /* timers still closing at stop */
@@ -236,6 +261,12 @@ void jobs_use(struct ctl *c, struct cjob *cj, int sign);
 void jobs_create_pods(struct ctl *c, struct cjob *cj);
 void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms);
 void jobs_forget(struct ctl *c, struct cjob *cj);
+/* Disrupts running job cj on gpuq's own initiative: the checkpoint
+ * protocol of a disruption (DESIGN §5), with cause (PreemptedByPriority,
+ * QuotaReclaim, NodeRemoval) and why (a sentence). by: the job it makes
+ * room for (DESIGN §4), or NULL. */
+void jobs_preempt(struct ctl *c, struct cjob *cj, struct cjob *by,
+                  const char *cause, const char *why);
 /* Copies the requests of r into out with names owned; free with
  * jobs_assumed_release(). */
 void jobs_copy_request(const struct gq_podsched *r, struct gq_podsched *out);
@@ -245,6 +276,51 @@ void jobs_pod_seen(struct ctl *c, const json_t *pod, int present);
 void jobs_assume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);
 void jobs_unassume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);
 
+/* disrupt.c: the checkpoint protocol on disruptions (DESIGN §5) */
+/* Registers the preemption metrics on c->metrics (gq_ctl_new). */
+void disrupt_init(struct ctl *c);
+/* A node changed: the gpuq jobs with pods on it are checkpointed and
+ * requeued at once if it carries a node-removal taint (c->o.drain_taints)
+ * or a NoExecute taint their pods do not tolerate (DESIGN §5). */
+void disrupt_node(struct ctl *c, const struct gq_node *n);
+/* Reads a checkpoint location from the termination message of a pod of
+ * cj (pod: its JSON, borrowed; also its last state when it is deleted). */
+void disrupt_pod_seen(struct ctl *c, struct cjob *cj, const json_t *pod);
+/* Fills cj->cause and cause_msg from the pods that disrupted cj; writes
+ * the sentence for the teardown into why (len bytes). */
+void disrupt_describe(struct ctl *c, struct cjob *cj, char *why, size_t len);
+/* A disruption's teardown begins: events, conditions, timing. */
+void disrupt_begin(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);
+/* Every pod of a disrupted attempt is gone: counts it, says which
+ * checkpoint the next attempt resumes from. */
+void disrupt_done(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);
+/* The pods of a new attempt are being created: a resume, if cj has a
+ * checkpoint (event and metric). */
+void disrupt_resume(struct ctl *c, struct cjob *cj);
+/* Sets why cj is being disrupted (cause: a CamelCase reason; msg: the
+ * sentence), before the teardown that follows. */
+void disrupt_cause(struct cjob *cj, const char *cause, const char *msg);
+/* A victim's teardown is over (or it is forgotten): its preemptor has one
+ * victim less to wait for. */
+void disrupt_victim_done(struct ctl *c, struct cjob *cj);
+/* drainPolicy Wait (DESIGN §5): creates (create 1) the job's
+ * PodDisruptionBudget, or deletes it (0) once the job is finished. */
+void disrupt_pdb(struct ctl *c, struct cjob *cj, int create);
+/* drainPolicy Wait: a running job whose node has been cordoned for
+ * --drain-wait is checkpointed (returns 1); else *next_ms gets the
+ * deadline (virtual ms) if earlier. */
+int disrupt_wait_tick(struct ctl *c, struct cjob *cj,
+                      const struct gq_gpujob *j, int64_t now_ms,
+                      int64_t *next_ms);
+/* Force-deletes gpuq's terminating pods on nodes NotReady for longer
+ * than --notready-timeout (DESIGN §5); *next_ms gets the next deadline
+ * (virtual ms) if earlier. */
+void disrupt_force_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms);
+/* Takes cj off c->draining (its pods are gone, or it is freed). */
+void disrupt_unlist(struct ctl *c, struct cjob *cj);
+/* Frees what disrupt.c keeps in cj. */
+void disrupt_forget(struct cjob *cj);
+
 /* admit.c */
 void admit_pass(struct ctl *c);
 void admit_pod(struct ctl *c, const char *key, const struct gq_pod *pod);
@@ -252,6 +328,9 @@ void admit_nodes_changed(struct ctl *c);
 void admit_commit(struct ctl *c, const char *node,
                   const struct gq_podsched *req, int sign);
 void admit_free(struct ctl *c);
+/* Drops the GPUs reserved for preemptor cj (admitted, gone, or its victims
+ * are gone); no-op without a reservation. */
+void admit_unreserve(struct ctl *c, struct cjob *cj);
 
 /* status.c */
 void status_set(struct cjob *cj, const char *reason, const char *fmt, ...)

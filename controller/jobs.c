@@ -191,6 +191,10 @@ static void free_nodes(struct cjob *cj)
 void jobs_forget(struct ctl *c, struct cjob *cj)
 {
   status_forget(c, cj);
+  disrupt_victim_done(c, cj);
+  disrupt_unlist(c, cj);
+  admit_unreserve(c, cj);
+  disrupt_forget(cj);
   free_nodes(cj);
   for (size_t i = 0; i < cj->n_pods; i++)
     free(cj->pods[i]);
@@ -250,6 +254,7 @@ void jobs_pod_seen(struct ctl *c, const json_t *pod, int present)
     HASH_ADD_KEYPTR(hh, c->jobs, cj->uid, strlen(cj->uid), cj);
   }
   snprintf(key, sizeof(key), "%s/%s", ns, name);
+  disrupt_pod_seen(c, cj, pod);
   if (present)
     forget_assumed(c, key);
   for (i = 0; i < cj->n_pods && strcmp(cj->pods[i], key); i++)
@@ -379,6 +384,7 @@ static void teardown(struct ctl *c, struct cjob *cj, enum cj_td td,
   if (td == TD_DISRUPTED) { /* evicted or deleted: its GPUs are still held */
     cj->phase = GQ_PHASE_PREEMPTING;
     status_set(cj, "Disrupted", "%s; requeued once its pods are gone", why);
+    disrupt_begin(c, cj, ctl_job_spec(c, cj));
   }
   GQ_LOG(GQ_INFO, &lc, "job %s attempt %lld: tearing down (%s): %s", cj->key,
          (long long)cj->attempt, td_reason(td), why);
@@ -386,6 +392,19 @@ static void teardown(struct ctl *c, struct cjob *cj, enum cj_td td,
     status_event(c, cj, td == TD_SUSPEND ? "Normal" : "Warning", td_reason(td),
                  "attempt %lld: %s", (long long)cj->attempt, why);
   delete_pods(c, cj);
+}
+
+void jobs_preempt(struct ctl *c, struct cjob *cj, struct cjob *by,
+                  const char *cause, const char *why)
+{
+  disrupt_cause(cj, cause, why);
+  cj->cause_grace_s = -1;
+  free(cj->preemptor);
+  cj->preemptor = by ? gq_xstrdup(by->uid) : NULL;
+  if (by)
+    by->victims_left++;
+  teardown(c, cj, TD_DISRUPTED, why);
+  status_flush(c, cj);
 }
 
 /* ---- finishing ------------------------------------------------------- */
@@ -403,6 +422,8 @@ static void finish(struct ctl *c, struct cjob *cj, int failed,
     cj->completion_ms = gq_clock_now_ms();
   status_set(cj, reason, "%s", msg);
   status_event(c, cj, failed ? "Warning" : "Normal", reason, "%s", msg);
+  if (cj->pdb)
+    disrupt_pdb(c, cj, 0);
   if (*cj->cohort || ctl_quota(c, cj->team))
     redis_remove(c, cj);
 }
@@ -414,6 +435,9 @@ static void requeue(struct ctl *c, struct cjob *cj)
   cj->state = CJ_NEW;
   cj->phase = GQ_PHASE_QUEUED;
   cj->td = TD_NONE;
+  status_event(c, cj, "Normal", "Requeued", "attempt %lld: back in team "
+               "'%s''s queue at its original place", (long long)cj->attempt,
+               cj->team);
   /* Redis: back at the original place (requeue keeps the queue time) */
   ctl_write_begin(c);
   if (gq_queue_requeue(&c->q, cj->cohort, cj->team, cj->uid, redis_done, c))
@@ -453,8 +477,8 @@ static void teardown_done(struct ctl *c, struct cjob *cj,
   case TD_DISRUPTED:
     cj->preemptions++;
     requeue(c, cj);
-    status_set(cj, "Requeued", "attempt %lld was disrupted; requeued at its "
-               "original place", (long long)cj->attempt);
+    disrupt_done(c, cj, j);
+    disrupt_victim_done(c, cj);
     break;
   case TD_DEADLINE:
     snprintf(msg, sizeof(msg), "ran longer than spec.activeDeadlineSeconds "
@@ -675,6 +699,9 @@ void jobs_create_pods(struct ctl *c, struct cjob *cj)
     json_decref(svc);
   }
   cj->creates_left = j->replicas;
+  disrupt_resume(c, cj);
+  if (j->drain == GQ_DRAIN_WAIT && !cj->pdb)
+    disrupt_pdb(c, cj, 1);
   if (c->freed_ms) {
     gq_metric_observe(c->m_freed_to_create, NULL,
                       (double)(gq_clock_mono_ms() - c->freed_ms) / 1000.0);
@@ -690,7 +717,7 @@ void jobs_create_pods(struct ctl *c, struct cjob *cj)
       teardown(c, cj, TD_MISS, "its node is gone");
       continue;
     }
-    pod = gq_podspec_pod(j, cj->attempt, r, n, j->status.checkpoint);
+    pod = gq_podspec_pod(j, cj->attempt, r, n, cj->ckpt);
     ann = json_object_get(json_object_get(pod, "metadata"), "annotations");
     if (!json_is_object(ann)) {
       ann = json_object();
@@ -778,6 +805,11 @@ static void adopt(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
   cj->failures = j->status.failures;
   cj->preemptions = j->status.preemptions;
   cj->phase = j->status.phase;
+  if (j->status.checkpoint && !cj->ckpt) {
+    cj->ckpt = gq_xstrdup(j->status.checkpoint);
+    cj->ckpt_ms = j->status.checkpoint_ms;
+  }
+  cj->preempted = j->status.phase == GQ_PHASE_PREEMPTING;
   count_pods(c, cj, &pc);
   if (pc.max_attempt > cj->attempt) {
     cj->attempt = pc.max_attempt;
@@ -920,8 +952,10 @@ static void reconcile_active(struct ctl *c, struct cjob *cj,
   if (pc.disrupted || (cj->creates_left == 0 &&
                        pods_seen(c, cj, j) < j->replicas &&
                        pc.succeeded < j->replicas)) {
-    teardown(c, cj, TD_DISRUPTED, pc.disrupted ? "a pod was evicted or "
-             "deleted" : "a pod of the gang is missing");
+    char why[512];
+
+    disrupt_describe(c, cj, why, sizeof(why));
+    teardown(c, cj, TD_DISRUPTED, why);
     return;
   }
   if (cj->creates_left > 0)
@@ -1083,6 +1117,7 @@ void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms)
   int64_t dt = c->tick_ms && now_ms > c->tick_ms ? now_ms - c->tick_ms : 0;
 
   c->tick_ms = now_ms;
+  disrupt_force_tick(c, now_ms, next_ms);
   HASH_ITER(hh, c->jobs, cj, tmp) {
     const struct gq_gpujob *j;
     int64_t at;
@@ -1095,7 +1130,7 @@ void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms)
     if (cj->state != CJ_ACTIVE)
       continue;
     j = ctl_job_spec(c, cj);
-    if (!j)
+    if (!j || disrupt_wait_tick(c, cj, j, now_ms, next_ms))
       continue;
     if (j->active_deadline_s >= 0 && cj->first_start_ms) {
       at = cj->first_start_ms + j->active_deadline_s * 1000;

@@ -6,6 +6,8 @@
  *                   [--lease-namespace NS] [--lease-name N] [--identity ID]
  *                   [--gpu-product-label KEY] [--topology-key KEY]
  *                   [--policy gpuq|fifo]
+ *                   [--drain-taints KEY,...] [--drain-wait SECONDS]
+ *                   [--notready-timeout SECONDS]
  *                   [--kube-qps Q] [--kube-burst B]
  *                   [--time-scale S --time-epoch E] [--log-level L]
  *   gpuq-controller [--kubeconfig PATH] [--context C] --check-connection
@@ -16,6 +18,7 @@
  * the Lease and exits 0.
  */
 #include "api/client.h"
+#include "api/gpujob.h"
 #include "api/kubeconfig.h"
 #include "api/names.h"
 #include "base/alloc.h"
@@ -44,6 +47,8 @@ static void usage(FILE *f)
       "         [--leader-elect] [--lease-namespace NS] [--lease-name NAME]\n"
       "         [--identity ID] [--gpu-product-label KEY] [--topology-key KEY]\n"
       "         [--policy gpuq|fifo]\n"
+      "         [--drain-taints KEY,...] [--drain-wait SECONDS]\n"
+      "         [--notready-timeout SECONDS]\n"
       "         [--kube-qps Q] [--kube-burst B] [--time-scale S --time-epoch E]\n"
       "         [--log-level L]\n"
       "       gpuq-controller [--kubeconfig PATH] [--context NAME] --check-connection\n");
@@ -255,6 +260,22 @@ int main(int argc, char **argv)
         return 2;
       }
       co.fifo = !strcmp(v, "fifo");
+    } else if (v && !strcmp(f, "--drain-taints") && ++i) {
+      char err[512];
+
+      if (gq_ctl_check_taints(v, err, sizeof(err)) != 0) {
+        fprintf(stderr, "gpuq-controller: %s\n", err);
+        return 2;
+      }
+      co.drain_taints = v;
+    } else if (v && !strcmp(f, "--drain-wait") && ++i) {
+      if (parse_num(f, v, 1, GQ_MAX_DURATION_S, &n) != 0)
+        return 2;
+      co.drain_wait_s = n;
+    } else if (v && !strcmp(f, "--notready-timeout") && ++i) {
+      if (parse_num(f, v, 1, GQ_MAX_DURATION_S, &n) != 0)
+        return 2;
+      co.notready_timeout_s = n;
     }
     else if (v && !strcmp(f, "--time-scale") && ++i)
       scale = v;

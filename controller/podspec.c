@@ -186,6 +186,9 @@ json_t *gq_podspec_pod(const struct gq_gpujob *j, int64_t attempt,
   if (j->priority_class)
     json_object_set_new(spec, "priorityClassName",
                         json_string(j->priority_class));
+  if (j->has_checkpoint) /* SIGTERM leaves it the time to checkpoint */
+    json_object_set_new(spec, "terminationGracePeriodSeconds",
+                        json_integer(j->grace_s));
   pin_node(spec, node);
 
   containers = json_object_get(spec, "containers");
@@ -215,6 +218,9 @@ json_t *gq_podspec_pod(const struct gq_gpujob *j, int64_t attempt,
     json_array_foreach(list, i, c) {
       if (!json_is_object(c))
         continue;
+      if (j->has_checkpoint && k == 0) /* the location goes there */
+        json_object_set_new(c, "terminationMessagePolicy",
+                            json_string("File"));
       env_set(c, GQ_ENV_JOB, j->meta.name);
       env_set_int(c, GQ_ENV_ATTEMPT, attempt);
       if (resume_from)
@@ -230,6 +236,21 @@ json_t *gq_podspec_pod(const struct gq_gpujob *j, int64_t attempt,
     }
   }
   return pod;
+}
+
+json_t *gq_podspec_pdb(const struct gq_gpujob *j)
+{
+  char name[64];
+
+  gq_podspec_service_name(j, name, sizeof(name));
+  return json_pack(
+      "{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s}, s:o}, "
+      "s:{s:i, s:{s:{s:s}}}}",
+      "apiVersion", "policy/v1", "kind", "PodDisruptionBudget", "metadata",
+      "name", name, "namespace", j->meta.ns, "labels", GQ_LBL_JOB,
+      j->meta.name, GQ_LBL_JOB_UID, j->meta.uid, "ownerReferences",
+      owner_refs(j), "spec", "maxUnavailable", 0, "selector", "matchLabels",
+      GQ_LBL_JOB_UID, j->meta.uid);
 }
 
 json_t *gq_podspec_service(const struct gq_gpujob *j)

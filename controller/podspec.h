@@ -71,7 +71,12 @@ void gq_podspec_service_name(const struct gq_gpujob *j, char *buf, size_t len);
  *     references keep working;
  *   - restartPolicy Never when the template has none (a failed replica is
  *     retried by gpuq, as a new attempt of the gang);
- *   - priorityClassName from spec.priorityClassName when set. */
+ *   - priorityClassName from spec.priorityClassName when set;
+ *   - for a job with spec.checkpoint (DESIGN §5): terminationGracePeriodSeconds
+ *     = checkpoint.gracePeriodSeconds (replacing the template's), and
+ *     terminationMessagePolicy File on every container, so that the
+ *     "checkpoint=<location>" line written to /dev/termination-log after
+ *     SIGTERM reaches the pod's status. */
 json_t *gq_podspec_pod(const struct gq_gpujob *j, int64_t attempt,
                      int32_t replica, const struct gq_node *node,
                      const char *resume_from);
@@ -82,5 +87,13 @@ json_t *gq_podspec_pod(const struct gq_gpujob *j, int64_t attempt,
  * GQ_MASTER_PORT named "rendezvous", and the same controller owner
  * reference as the pods. */
 json_t *gq_podspec_service(const struct gq_gpujob *j);
+
+/* Builds the PodDisruptionBudget gpuq keeps for a job with drainPolicy
+ * Wait (DESIGN §5): policy/v1, named as the job's Service
+ * (gq_podspec_service_name), maxUnavailable 0 over the pods labelled
+ * GQ_LBL_JOB_UID = the job's uid, so that evictions (kubectl drain) are
+ * refused while it runs; the same controller owner reference as the pods,
+ * so it goes with the job. */
+json_t *gq_podspec_pdb(const struct gq_gpujob *j);
 
 #endif

@@ -132,6 +132,16 @@ static json_t *desired(const struct cjob *cj, const json_t *obj)
   condition(conds, curc, "Running", cj->running,
             cj->running ? "Running" : "NotRunning",
             cj->running ? "every replica is running" : "not every replica is running", gen);
+  if (cj->ckpt)
+    json_object_set_new(s, "lastCheckpoint",
+                        json_pack("{s:s,s:o}", "location", cj->ckpt, "time",
+                                  time_json(cj->ckpt_ms)));
+  condition(conds, curc, "Preempted", cj->preempted,
+            cj->preempted ? cj->cause : "NotPreempted",
+            cj->preempted && cj->cause_msg ? cj->cause_msg : "", gen);
+  condition(conds, curc, "Checkpointed", cj->ckpt != NULL,
+            cj->ckpt ? "Checkpointed" : "NoCheckpoint",
+            cj->ckpt ? cj->ckpt : "no checkpoint written yet", gen);
   condition(conds, curc, "Finished", gq_job_phase_final(cj->phase),
             gq_job_phase_final(cj->phase) ? cj->reason : "NotFinished",
             gq_job_phase_final(cj->phase) && cj->message ? cj->message : "",

@@ -679,6 +679,15 @@ static void reconcile(struct gq_sim_engine *e, const char *key)
   phase = json_string_value(json_object_get(st, "phase"));
   HASH_FIND_STR(e->pods, meta_str(pod, "uid"), r);
   if (json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp")) {
+    struct gq_sim_node *n = r ? node_get(e, r->node) : NULL;
+
+    if (r && r->running && !r->terminating && n && !n->node.ready) {
+      /* the kubelet of a NotReady node is not there to stop it: the pod
+       * stays terminating until the node is back (nodes changing retry
+       * the parked pods) or it is force-deleted */
+      json_object_set_new(e->unsched, key, json_true());
+      return;
+    }
     if (r && r->running && !r->terminating)
       sigterm(e, r, pod);
     else if (!r || !r->running)

@@ -207,6 +207,7 @@ struct jobopt {
   int backoff;            /* spec.backoffLimit, -1 = absent */
   int priority;
   int ckpt_s;             /* > 0: checkpoint-seconds annotation */
+  int fixed;              /* spec.preemptible false */
   const char *template_res; /* extra container resources JSON, or NULL */
 };
 
@@ -236,6 +237,8 @@ static void create_job(const char *name, const struct jobopt *o)
                    "annotations", ann, "spec", "containers", c);
   if (o->backoff >= 0)
     json_object_set_new(spec, "backoffLimit", json_integer(o->backoff));
+  if (o->fixed)
+    json_object_set_new(spec, "preemptible", json_false());
   job = json_pack("{s:s,s:s,s:{s:s,s:s},s:o}", "apiVersion",
                   "gpuq.dev/v1alpha1", "kind", "GpuJob", "metadata", "name",
                   name, "namespace", ns, "spec", spec);
@@ -597,6 +600,7 @@ static void test_terminating_holds(void **state)
   o.gpus = 8;
   o.run_s = 20;
   o.ckpt_s = 1000;
+  o.fixed = 1; /* waiter must not preempt it */
   create_job("holder", &o);
   assert_true(wait_phase("holder", "Running"));
   o = JOB;

@@ -172,6 +172,80 @@ static void test_single_replica(void **state)
   gq_gpujob_release(&j);
 }
 
+/* A checkpointing job (DESIGN §5): its pods get the checkpoint grace
+ * period (over the template's) and terminationMessagePolicy File on every
+ * container; a job without spec.checkpoint keeps the template's grace. */
+static void test_checkpoint_grace(void **state)
+{
+  struct gq_gpujob j;
+  struct gq_node n1;
+  struct gq_pod p;
+  json_t *pod, *cs, *c;
+  size_t i;
+
+  (void)state;
+  gq_test_gpujob_sq(&j,
+      "{'apiVersion':'gpuq.dev/v1alpha1','kind':'GpuJob',"
+      "'metadata':{'name':'ck','namespace':'research','uid':'" UID "'},"
+      "'spec':{'team':'research','replicas':2,'gpusPerReplica':2,"
+      "'checkpoint':{'gracePeriodSeconds':300,'intervalSeconds':1800},"
+      "'template':{'spec':{'terminationGracePeriodSeconds':5,"
+      "'containers':[{'name':'a','image':'x'},{'name':'b','image':'y'}]}}}}");
+  node(&n1, "n-1", "za");
+  pod = gq_podspec_pod(&j, 2, 1, &n1, NULL);
+  decode(pod, &p);
+  assert_int_equal(p.sched.grace_s, 300);
+  cs = json_object_get(json_object_get(pod, "spec"), "containers");
+  assert_int_equal(json_array_size(cs), 2);
+  json_array_foreach(cs, i, c)
+    assert_string_equal(json_string_value(json_object_get(
+        c, "terminationMessagePolicy")), "File");
+  assert_null(env(pod, 0, "GPUQ_RESUME_FROM"));
+  gq_pod_release(&p);
+  json_decref(pod);
+  gq_gpujob_release(&j);
+
+  job(&j, "plain", 1, "'terminationGracePeriodSeconds':5,"
+      "'containers':[{'name':'c','image':'x'}]");
+  pod = gq_podspec_pod(&j, 1, 0, &n1, NULL);
+  decode(pod, &p);
+  assert_int_equal(p.sched.grace_s, 5);
+  assert_null(json_object_get(json_array_get(json_object_get(
+      json_object_get(pod, "spec"), "containers"), 0),
+      "terminationMessagePolicy"));
+  gq_pod_release(&p);
+  json_decref(pod);
+  gq_node_release(&n1);
+  gq_gpujob_release(&j);
+}
+
+/* drainPolicy Wait's budget: maxUnavailable 0 over the job's pods (by
+ * uid), named as its Service, owned by the job. */
+static void test_pdb(void **state)
+{
+  struct gq_gpujob j;
+  json_t *pdb, *sel;
+
+  (void)state;
+  job(&j, "9.x", 2, "'containers':[{'name':'c','image':'x'}]");
+  pdb = gq_podspec_pdb(&j);
+  assert_string_equal(json_string_value(json_object_get(pdb, "kind")),
+                      "PodDisruptionBudget");
+  assert_string_equal(json_string_value(json_object_get(
+      json_object_get(pdb, "metadata"), "name")), "gj-9-x-0f3c2a9e");
+  assert_int_equal(json_integer_value(json_object_get(
+      json_object_get(pdb, "spec"), "maxUnavailable")), 0);
+  sel = json_object_get(json_object_get(json_object_get(pdb, "spec"),
+                                        "selector"), "matchLabels");
+  assert_string_equal(json_string_value(json_object_get(sel, GQ_LBL_JOB_UID)),
+                      UID);
+  assert_string_equal(json_string_value(json_object_get(json_array_get(
+      json_object_get(json_object_get(pdb, "metadata"), "ownerReferences"),
+      0), "uid")), UID);
+  json_decref(pdb);
+  gq_gpujob_release(&j);
+}
+
 static void test_affinity_terms_and_gpu_container(void **state)
 {
   struct gq_gpujob j;
@@ -404,6 +478,8 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_single_replica),
+      cmocka_unit_test(test_checkpoint_grace),
+      cmocka_unit_test(test_pdb),
       cmocka_unit_test(test_affinity_terms_and_gpu_container),
       cmocka_unit_test(test_multi_replica),
       cmocka_unit_test(test_names_from_unusual_job_names),
