@@ -31,7 +31,9 @@
  *   - a device-plugin loss leaves running pods alone, and nothing new goes
  *     to that node;
  *   - staggered victim exits: the victim that is gone first does not get
- *     its GPUs back while the other still checkpoints (no thrashing).
+ *     its GPUs back while the other still checkpoints (no thrashing);
+ *   - drainPolicy Requeue without a checkpoint: a drain requeues the job,
+ *     which starts over, and its lost work is counted.
  * The clock runs 10x (virtual seconds in the job specs); every wait is for
  * a condition, with a deadline; each test ends with the sim's report
  * (invariant violations, placement misses) and a clean controller exit.
@@ -512,6 +514,8 @@ static void test_drain_checkpoint(void **state)
   assert_int_equal(json_integer_value(json_object_get(r,
                        "checkpoint_resumes")), 1);
   lost = json_real_value(json_object_get(r, "gpu_seconds_lost"));
+  fprintf(stderr, "drain: checkpoint %s, %.1f GPU-seconds lost\n", loc,
+          lost);
   if (lost > 40)
     fail_msg("%.1f GPU-seconds lost, want <= 40", lost);
   json_decref(r);
@@ -964,6 +968,43 @@ static void test_staggered_victims(void **state)
   done();
 }
 
+/* ---- 12. drainPolicy Requeue ---------------------------------------------- */
+
+/* 'rq' (2 replicas, no spec.checkpoint, so drainPolicy Requeue) is drained
+ * after 10 virtual seconds: requeued at once and started over on the other
+ * node (no GPUQ_RESUME_FROM, no checkpoint events), its lost work in
+ * gpuq_preemption_lost_gpu_seconds_total. */
+static void test_drain_requeue(void **state)
+{
+  static const char *const nodes[] = {"pa-:8", "pb-:8", NULL};
+  struct job rq = {.name = "rq", .replicas = 2, .gpus = 4, .run_s = 36000};
+  char *m, *line;
+
+  (void)state;
+  world_up(nodes, NULL);
+  quota(NS, 16, "");
+  job(&rq);
+  wait_field("rq", "status.phase", "Running");
+  expect_pods("rq", 1, 2, "pa-00", NULL);
+  gq_test_sleep_ms(1000);
+  KUBECTL("drain", "pa-00", "--ignore-daemonsets", "--timeout=120s");
+  wait_field("rq", "status.attempts", "2");
+  wait_field("rq", "status.phase", "Running");
+  expect_pods("rq", 2, 2, "pb-00", NULL);
+  assert_int_equal(events("rq", "Checkpointing"), 0);
+  assert_int_equal(events("rq", "NoCheckpoint"), 0);
+  assert_int_equal(events("rq", "Resuming"), 0);
+  assert_int_equal(status_int("rq", "preemptions"), 1);
+  m = metrics();
+  expect_metric(m, "gpuq_preemptions_total{reason=\"EvictionByEvictionAPI\"} 1");
+  line = strstr(m, "gpuq_preemption_lost_gpu_seconds_total{team=\"team-a\"} ");
+  if (!line || strtod(line + strlen("gpuq_preemption_lost_gpu_seconds_total"
+                                    "{team=\"team-a\"} "), NULL) < 80)
+    fail_msg("lost GPU-seconds (8 GPUs x >= 10 s) missing:\n%s", m);
+  free(m);
+  done();
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -978,6 +1019,7 @@ int main(void)
       cmocka_unit_test_teardown(test_reclaim_lowered, world_down),
       cmocka_unit_test_teardown(test_device_plugin_loss, world_down),
       cmocka_unit_test_teardown(test_staggered_victims, world_down),
+      cmocka_unit_test_teardown(test_drain_requeue, world_down),
   };
 
   if (getenv("GQ_TEST_FILTER"))
