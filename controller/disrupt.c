@@ -319,11 +319,14 @@ void disrupt_done(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
 
 void disrupt_resume(struct ctl *c, struct cjob *cj)
 {
+  const struct gq_gpujob *j = ctl_job_spec(c, cj);
   const char *t[] = {cj->team};
 
   cj->preempted = 0;
   cj->cause[0] = '\0';
-  if (!cj->ckpt)
+  /* a restarted controller creating the missing pods of a published
+   * attempt again (jobs.c resume_creates) has said so already */
+  if (!cj->ckpt || (j && j->status.attempts >= cj->attempt))
     return;
   gq_metric_add(c->m_resumes, t, 1);
   status_event(c, cj, "Normal", "Resuming", "attempt %lld starts from "
