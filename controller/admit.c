@@ -775,10 +775,11 @@ static void decide_cohort(struct pass *p, struct ccohort *k,
     out = gq_xcalloc((size_t)j->replicas, sizeof(*out));
     if (bf)
       toggle_resv(p, -1);
-    toggle_owned(p, cj, -1); /* what is reserved for it, if anything */
+    if (cj->resv_nodes) /* what is reserved for it as a preemptor */
+      toggle_owned(p, cj, -1);
     rc = gq_assign_job(p->s, j, cp->tq, n, ti, cp->use, cp->n_use, &a, out,
                        why, sizeof(why));
-    if (rc != 0)
+    if (rc != 0 && cj->resv_nodes)
       toggle_owned(p, cj, 1);
     if (bf)
       toggle_resv(p, 1);

@@ -98,23 +98,53 @@ static const char *label(const json_t *md, const char *k)
   return json_string_value(json_object_get(json_object_get(md, "labels"), k));
 }
 
-/* 1 if the pod was told to stop: deletionTimestamp, or DisruptionTarget
- * (a kubelet's eviction sets only the condition). */
-static int stopped_by_someone(const json_t *pod)
+/* Why the pod was told to stop: its DisruptionTarget reason (a kubelet's
+ * eviction sets only the condition), "Deleted" for a deletionTimestamp
+ * alone, or NULL when it was not. */
+static const char *stop_reason(const json_t *pod)
 {
   const json_t *conds = json_object_get(json_object_get(pod, "status"),
                                         "conditions"), *e;
   size_t i;
 
-  if (json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp"))
-    return 1;
   json_array_foreach(conds, i, e) {
     if (!strcmp(json_string_value(json_object_get(e, "type")) ?: "",
                 "DisruptionTarget") &&
-        !strcmp(json_string_value(json_object_get(e, "status")) ?: "", "True"))
-      return 1;
+        !strcmp(json_string_value(json_object_get(e, "status")) ?: "", "True")) {
+      const char *r = json_string_value(json_object_get(e, "reason"));
+
+      return r && *r ? r : "Disrupted";
+    }
   }
-  return 0;
+  if (json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp"))
+    return "Deleted";
+  return NULL;
+}
+
+/* The first stop seen of a pod of cj's running attempt is its cause (the
+ * pod may be gone before the reconcile looks). */
+static void note_cause(struct cjob *cj, const json_t *pod, const char *why)
+{
+  char msg[512];
+  const char *name = json_string_value(json_object_get(
+      json_object_get(pod, "metadata"), "name"));
+  const json_t *g = json_object_get(json_object_get(pod, "metadata"),
+                                    "deletionGracePeriodSeconds");
+
+  /* an eviction's deletion (and its grace) follows its DisruptionTarget;
+   * gpuq's own deletions of the peers carry no DisruptionTarget */
+  if (cj->cause[0] && cj->cause_grace_s < 0 && json_is_integer(g) &&
+      strcmp(why, "Deleted"))
+    cj->cause_grace_s = json_integer_value(g);
+  if (cj->state != CJ_ACTIVE || cj->cause[0])
+    return;
+  if (!strcmp(why, "Deleted"))
+    snprintf(msg, sizeof(msg), "pod %s was deleted", name ? name : "");
+  else
+    snprintf(msg, sizeof(msg), "pod %s is being stopped (DisruptionTarget: "
+             "%s)", name ? name : "", why);
+  disrupt_cause(cj, why, msg);
+  cj->cause_grace_s = json_is_integer(g) ? json_integer_value(g) : -1;
 }
 
 void disrupt_pod_seen(struct ctl *c, struct cjob *cj, const json_t *pod)
@@ -128,9 +158,13 @@ void disrupt_pod_seen(struct ctl *c, struct cjob *cj, const json_t *pod)
   size_t i;
   int found = 0;
 
+  const char *why = stop_reason(pod);
+
   snprintf(attempt, sizeof(attempt), "%lld", (long long)cj->attempt);
-  if (!a || !r || strcmp(a, attempt) || strcmp(r, "0") ||
-      !stopped_by_someone(pod))
+  if (!a || !r || strcmp(a, attempt) || !why)
+    return;
+  note_cause(cj, pod, why);
+  if (strcmp(r, "0"))
     return;
   json_array_foreach(cs, i, e) {
     const json_t *t = json_object_get(json_object_get(e, "state"),
@@ -172,6 +206,10 @@ void disrupt_cause(struct cjob *cj, const char *cause, const char *msg)
 
 void disrupt_describe(struct ctl *c, struct cjob *cj, char *why, size_t len)
 {
+  if (cj->cause[0] && cj->cause_msg) { /* seen on the pod's event */
+    snprintf(why, len, "%s", cj->cause_msg);
+    return;
+  }
   for (size_t i = 0; i < cj->n_pods; i++) {
     const struct gq_pod *p = gq_informer_typed(c->inf_pods, cj->pods[i]);
     const char *a = p ? gq_meta_label(&p->meta, GQ_LBL_ATTEMPT) : NULL;
@@ -281,11 +319,14 @@ void disrupt_done(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
 
 void disrupt_resume(struct ctl *c, struct cjob *cj)
 {
+  const struct gq_gpujob *j = ctl_job_spec(c, cj);
   const char *t[] = {cj->team};
 
   cj->preempted = 0;
   cj->cause[0] = '\0';
-  if (!cj->ckpt)
+  /* a restarted controller creating the missing pods of a published
+   * attempt again (jobs.c resume_creates) has said so already */
+  if (!cj->ckpt || (j && j->status.attempts >= cj->attempt))
     return;
   gq_metric_add(c->m_resumes, t, 1);
   status_event(c, cj, "Normal", "Resuming", "attempt %lld starts from "

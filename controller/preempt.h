@@ -72,9 +72,13 @@ struct gq_preempt_ask {
  * Candidates are taken in order: lowest priority first, then the fewest
  * GPU-seconds at risk, then array order; each is removed from a copy of
  * the snapshot and the ledger until gq_assign_job() admits the preemptor
- * (quota and a placement with each replica on one node); then every chosen
- * victim whose return still lets it fit is spared, the last chosen first,
- * so that only as many as needed go. Returns the number of victims (> 0)
+ * (quota and a placement with each replica on one node); then the chosen
+ * victims with no pod on the nodes it would use are spared all together
+ * if it still fits (else one by one, as quota may need them), and every
+ * other victim whose return still lets it fit is spared, the last chosen
+ * first, so that only as many as needed go. A placement is tried only
+ * when the snapshot has room for the gang's replicas in whole-node GPU
+ * counts (a cheap necessary condition). Returns the number of victims (> 0)
  * with their indexes in victims[] (room for n) and where the preemptor
  * would then go in *a and out[0..j->replicas-1] (node indexes of s); 0
  * when no victim is needed (it fits already) or GQ_ENOTFOUND when no set

@@ -137,7 +137,8 @@ static json_t *desired(const struct cjob *cj, const json_t *obj)
                         json_pack("{s:s,s:o}", "location", cj->ckpt, "time",
                                   time_json(cj->ckpt_ms)));
   condition(conds, curc, "Preempted", cj->preempted,
-            cj->preempted ? cj->cause : "NotPreempted",
+            !cj->preempted ? "NotPreempted" : *cj->cause ? cj->cause
+                                                          : "Disrupted",
             cj->preempted && cj->cause_msg ? cj->cause_msg : "", gen);
   condition(conds, curc, "Checkpointed", cj->ckpt != NULL,
             cj->ckpt ? "Checkpointed" : "NoCheckpoint",

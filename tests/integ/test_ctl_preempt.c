@@ -31,7 +31,9 @@
  *   - a device-plugin loss leaves running pods alone, and nothing new goes
  *     to that node;
  *   - staggered victim exits: the victim that is gone first does not get
- *     its GPUs back while the other still checkpoints (no thrashing).
+ *     its GPUs back while the other still checkpoints (no thrashing);
+ *   - drainPolicy Requeue without a checkpoint: a drain requeues the job,
+ *     which starts over, and its lost work is counted.
  * The clock runs 10x (virtual seconds in the job specs); every wait is for
  * a condition, with a deadline; each test ends with the sim's report
  * (invariant violations, placement misses) and a clean controller exit.
@@ -433,6 +435,25 @@ static void done(void)
 
 /* ---- 1. kubectl drain of a checkpointing gang ---------------------------- */
 
+/* The name of replica 0 of ck's attempt, into buf. */
+static void replica0(int attempt, char *buf, size_t len)
+{
+  json_t *items = pods_of("ck", attempt), *p;
+  size_t i;
+
+  buf[0] = '\0';
+  json_array_foreach(items, i, p) {
+    const json_t *md = json_object_get(p, "metadata");
+
+    if (!strcmp(json_string_value(json_object_get(json_object_get(md,
+                    "labels"), "gpuq.dev/replica")) ?: "", "0"))
+      snprintf(buf, len, "%s", json_string_value(json_object_get(md,
+                                                   "name")));
+  }
+  json_decref(items);
+  assert_true(buf[0] != '\0');
+}
+
 /* 'ck' (2 x 4 GPUs, checkpoints in 20 s, grace 60 s) runs on pa-00, the
  * best fit (12 GPUs) of pa-00 and pb-00 (16). A cordon of pa-00 changes
  * nothing for it (a 4-GPU probe, whose best fit would be pa-00's last 4,
@@ -440,17 +461,17 @@ static void done(void)
  * pa-00 (with a pod that is not gpuq's) then completes on its own: both
  * replicas checkpoint, and the
  * gang resumes on pb-00 from that checkpoint, with nearly no work lost.
- * Then pa-00 is uncordoned and pb-00 drained with a 1 s grace period,
- * too short for the checkpoint: the job resumes on pa-00 from the
- * previous checkpoint, and the NoCheckpoint event says so. No disruption
- * counts toward backoffLimit. */
+ * Then replica 0 (the one whose termination message holds the gang's
+ * checkpoint) is deleted with a 1 s grace period, too short for the
+ * checkpoint: the job resumes from the previous checkpoint, and the
+ * NoCheckpoint event says so. No disruption counts toward backoffLimit. */
 static void test_drain_checkpoint(void **state)
 {
   static const char *const nodes[] = {"pa-:12", "pb-:16", NULL};
   struct job ck = {.name = "ck", .replicas = 2, .gpus = 4, .run_s = 36000,
                    .ckpt_s = 20, .grace_s = 60};
   struct job probe = {.name = "probe", .gpus = 4, .run_s = 5};
-  char loc[512], loc2[512];
+  char loc[512], loc2[512], pod[128];
   json_t *st, *r;
   double lost;
 
@@ -512,20 +533,23 @@ static void test_drain_checkpoint(void **state)
   assert_int_equal(json_integer_value(json_object_get(r,
                        "checkpoint_resumes")), 1);
   lost = json_real_value(json_object_get(r, "gpu_seconds_lost"));
+  fprintf(stderr, "drain: checkpoint %s, %.1f GPU-seconds lost\n", loc,
+          lost);
   if (lost > 40)
     fail_msg("%.1f GPU-seconds lost, want <= 40", lost);
   json_decref(r);
 
-  /* grace too short for the 20 s checkpoint: the previous one stands */
+  /* replica 0 (which writes the gang's checkpoint) stopped with a grace
+   * period too short for the 20 s checkpoint: the previous one stands */
   KUBECTL("uncordon", "pa-00");
   gq_test_sleep_ms(500);
-  KUBECTL("drain", "pb-00", "--ignore-daemonsets", "--grace-period=1",
-          "--timeout=120s");
+  replica0(2, pod, sizeof(pod));
+  KUBECTL("delete", "pod", pod, "-n", NS, "--grace-period=1");
   wait_field("ck", "status.attempts", "3");
   wait_field("ck", "status.phase", "Running");
   last_checkpoint("ck", loc2, sizeof(loc2));
   assert_string_equal(loc2, loc);
-  expect_pods("ck", 3, 2, "pa-00", loc);
+  expect_pods("ck", 3, 2, NULL, loc);
   assert_int_equal(events("ck", "NoCheckpoint"), 1);
   assert_int_equal(events("ck", "Resuming"), 2);
   assert_int_equal(status_int("ck", "preemptions"), 2);
@@ -964,6 +988,43 @@ static void test_staggered_victims(void **state)
   done();
 }
 
+/* ---- 12. drainPolicy Requeue ---------------------------------------------- */
+
+/* 'rq' (2 replicas, no spec.checkpoint, so drainPolicy Requeue) is drained
+ * after 10 virtual seconds: requeued at once and started over on the other
+ * node (no GPUQ_RESUME_FROM, no checkpoint events), its lost work in
+ * gpuq_preemption_lost_gpu_seconds_total. */
+static void test_drain_requeue(void **state)
+{
+  static const char *const nodes[] = {"pa-:8", "pb-:8", NULL};
+  struct job rq = {.name = "rq", .replicas = 2, .gpus = 4, .run_s = 36000};
+  char *m, *line;
+
+  (void)state;
+  world_up(nodes, NULL);
+  quota(NS, 16, "");
+  job(&rq);
+  wait_field("rq", "status.phase", "Running");
+  expect_pods("rq", 1, 2, "pa-00", NULL);
+  gq_test_sleep_ms(1000);
+  KUBECTL("drain", "pa-00", "--ignore-daemonsets", "--timeout=120s");
+  wait_field("rq", "status.attempts", "2");
+  wait_field("rq", "status.phase", "Running");
+  expect_pods("rq", 2, 2, "pb-00", NULL);
+  assert_int_equal(events("rq", "Checkpointing"), 0);
+  assert_int_equal(events("rq", "NoCheckpoint"), 0);
+  assert_int_equal(events("rq", "Resuming"), 0);
+  assert_int_equal(status_int("rq", "preemptions"), 1);
+  m = metrics();
+  expect_metric(m, "gpuq_preemptions_total{reason=\"EvictionByEvictionAPI\"} 1");
+  line = strstr(m, "gpuq_preemption_lost_gpu_seconds_total{team=\"team-a\"} ");
+  if (!line || strtod(line + strlen("gpuq_preemption_lost_gpu_seconds_total"
+                                    "{team=\"team-a\"} "), NULL) < 80)
+    fail_msg("lost GPU-seconds (8 GPUs x >= 10 s) missing:\n%s", m);
+  free(m);
+  done();
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -978,6 +1039,7 @@ int main(void)
       cmocka_unit_test_teardown(test_reclaim_lowered, world_down),
       cmocka_unit_test_teardown(test_device_plugin_loss, world_down),
       cmocka_unit_test_teardown(test_staggered_victims, world_down),
+      cmocka_unit_test_teardown(test_drain_requeue, world_down),
   };
 
   if (getenv("GQ_TEST_FILTER"))

@@ -58,6 +58,12 @@ static const struct row rows[] = {
      4, 2, {0, 2}},
     {"a gang of two replicas", ALONE(16), ALONE(0), 10, 2, 8,
      {{0, 1, 8, 10, 0, 0, 0}, {0, 2, 8, 0, 1, 0, 0}}, 2, 2, {0, 1}},
+    /* the team's quota (12) is what is short: the victim on n1 must go
+     * although the job goes to n0, so sparing it all at once fails */
+    {"quota needs a victim off the chosen nodes", ALONE(12), ALONE(0), 10,
+     1, 4,
+     {{0, 1, 4, 0, 1, 0, 0}, {0, 5, 4, 0, 1, 0, 0}, {0, 5, 4, 0, 0, 0, 0}},
+     3, 1, {0}},
     {"preemptible false is never a victim", ALONE(16), ALONE(0), 10, 1, 8,
      {{0, 1, 8, 0, 0, 1, 0}, {0, 3, 8, 50, 1, 0, 0}}, 2, 1, {1}},
     {"equal priority is never a victim", ALONE(16), ALONE(0), 10, 1, 8,
