@@ -15,8 +15,9 @@
 #define SHORT_WATCH_MS 1000 /* a watch ending sooner, empty, backs off */
 
 struct entry {
-  char *key;
-  json_t *obj;
+  char *key;      /* the block the uid and resourceVersion follow in */
+  const char *uid, *rv;
+  json_t *obj;    /* NULL for a typed_only object */
   void *typed;
   UT_hash_handle hh;
 };
@@ -41,6 +42,7 @@ static const struct gq_lc lc = {"api", "informer", NULL};
 static void relist(struct gq_informer *inf);
 static void rewatch(struct gq_informer *inf);
 static void maybe_free(struct gq_informer *inf);
+static void *decode(struct gq_informer *inf, const json_t *obj);
 
 static void key_of(const json_t *obj, char *buf, size_t len)
 {
@@ -58,6 +60,55 @@ static const char *rv_of(const json_t *obj)
       json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
 
   return rv ? rv : "";
+}
+
+static const char *uid_of(const json_t *obj)
+{
+  const char *uid = json_string_value(
+      json_object_get(json_object_get(obj, "metadata"), "uid"));
+
+  return uid ? uid : "";
+}
+
+/* Sets e's key block (key, uid, resourceVersion of obj). */
+static void set_ids(struct entry *e, const char *key, const json_t *obj)
+{
+  size_t lk = strlen(key), lu = strlen(uid_of(obj)), lr = strlen(rv_of(obj));
+  char *b = gq_xmalloc(lk + lu + lr + 3);
+
+  memcpy(b, key, lk + 1);
+  memcpy(b + lk + 1, uid_of(obj), lu + 1);
+  memcpy(b + lk + lu + 2, rv_of(obj), lr + 1);
+  free(e->key);
+  e->key = b;
+  e->uid = b + lk + 1;
+  e->rv = b + lk + lu + 2;
+}
+
+/* Stores the state obj in e: its JSON (unless typed_only and decoded) and
+ * its typed form. */
+static void set_obj(struct gq_informer *inf, struct entry *e,
+                    const json_t *obj)
+{
+  e->typed = decode(inf, obj);
+  e->obj = inf->o.typed_only && e->typed ? NULL : json_incref((json_t *)obj);
+}
+
+/* The last state of a typed_only object, for a delete handler: its
+ * metadata namespace, name and uid (a new reference). */
+static json_t *stub_of(const struct entry *e)
+{
+  const char *slash = strchr(e->key, '/');
+  json_t *m = json_pack("{s:s,s:s}", "uid", e->uid, "resourceVersion", e->rv);
+
+  if (slash) {
+    json_object_set_new(m, "namespace",
+                        json_stringn(e->key, (size_t)(slash - e->key)));
+    json_object_set_new(m, "name", json_string(slash + 1));
+  } else {
+    json_object_set_new(m, "name", json_string(e->key));
+  }
+  return json_pack("{s:o}", "metadata", m);
 }
 
 static void *decode(struct gq_informer *inf, const json_t *obj)
@@ -98,20 +149,21 @@ static void upsert(struct gq_informer *inf, const json_t *obj)
   HASH_FIND_STR(inf->store, key, e);
   if (!e) {
     e = gq_xcalloc(1, sizeof(*e));
-    e->key = gq_xstrdup(key);
-    e->obj = json_incref((json_t *)obj);
-    e->typed = decode(inf, obj);
+    set_ids(e, key, obj);
+    set_obj(inf, e, obj);
     HASH_ADD_KEYPTR(hh, inf->store, e->key, strlen(e->key), e);
     if (inf->h.add)
       inf->h.add(obj, inf->arg);
     return;
   }
-  if (!strcmp(rv_of(e->obj), rv_of(obj)))
+  if (!strcmp(e->rv, rv_of(obj)))
     return; /* same version: nothing changed */
-  old = e->obj;
+  old = e->obj ? e->obj : stub_of(e);
   old_typed = e->typed;
-  e->obj = json_incref((json_t *)obj);
-  e->typed = decode(inf, obj);
+  HASH_DEL(inf->store, e); /* its key moves with the new block */
+  set_ids(e, key, obj);
+  HASH_ADD_KEYPTR(hh, inf->store, e->key, strlen(e->key), e);
+  set_obj(inf, e, obj);
   if (inf->h.update)
     inf->h.update(old, obj, inf->arg);
   json_decref(old);
@@ -128,8 +180,12 @@ static void remove_key(struct gq_informer *inf, const char *key,
   if (!e)
     return;
   HASH_DEL(inf->store, e);
-  if (inf->h.del)
-    inf->h.del(last ? last : e->obj, inf->arg);
+  if (inf->h.del) {
+    json_t *stub = last || e->obj ? NULL : stub_of(e);
+
+    inf->h.del(last ? last : e->obj ? e->obj : stub, inf->arg);
+    json_decref(stub);
+  }
   free_entry(inf, e);
 }
 
@@ -363,7 +419,8 @@ json_t *gq_informer_list(const struct gq_informer *inf)
   struct entry *e, *tmp;
 
   HASH_ITER(hh, inf->store, e, tmp)
-    json_array_append(arr, e->obj);
+    if (e->obj)
+      json_array_append(arr, e->obj);
   return arr;
 }
 

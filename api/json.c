@@ -360,3 +360,31 @@ int gq_add_i64(int64_t a, int64_t b, int64_t *out)
   *out = r;
   return 0;
 }
+
+void gq_strpack_add(struct gq_strpack *p, const char **slot)
+{
+  if (!*slot)
+    return;
+  if (p->n == p->cap) {
+    p->cap = p->cap ? 2 * p->cap : 32;
+    p->slots = gq_xrealloc(p->slots, p->cap * sizeof(*p->slots));
+  }
+  p->slots[p->n++] = slot;
+  p->bytes += strlen(*slot) + 1;
+}
+
+char *gq_strpack_done(struct gq_strpack *p)
+{
+  char *block = p->bytes ? gq_xmalloc(p->bytes) : NULL, *at = block;
+
+  for (size_t i = 0; i < p->n; i++) {
+    size_t len = strlen(*p->slots[i]) + 1;
+
+    memcpy(at, *p->slots[i], len);
+    *p->slots[i] = at;
+    at += len;
+  }
+  free(p->slots);
+  memset(p, 0, sizeof(*p));
+  return block;
+}

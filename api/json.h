@@ -131,4 +131,24 @@ int gq_dec_qualified_name(struct gq_dec *d, const char *path, const char *s);
 int gq_mul_i64(int64_t a, int64_t b, int64_t *out);
 int gq_add_i64(int64_t a, int64_t b, int64_t *out);
 
+/* Moves borrowed strings into one owned block, so that a typed object can
+ * outlive the JSON it was decoded from with one allocation for all its
+ * strings: add each string field's address (a slot; a NULL string is left
+ * alone), then gq_strpack_done() copies the strings into a new block and
+ * points every slot into it. Slots must stay valid until then (add array
+ * slots only after the array is final). Add each slot once; equal
+ * strings are not merged. */
+struct gq_strpack {
+  const char ***slots;
+  size_t n, cap, bytes;
+};
+
+/* Records *slot (skipped when NULL). */
+void gq_strpack_add(struct gq_strpack *p, const char **slot);
+
+/* Copies the strings, repoints the slots and returns the block (owned by
+ * the caller, free() it; NULL when no slot was added). Frees the slot list:
+ * p is then empty and reusable. */
+char *gq_strpack_done(struct gq_strpack *p);
+
 #endif

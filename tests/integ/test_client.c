@@ -334,7 +334,7 @@ static void test_informer_resume_and_relist(void **state)
   struct gq_kclient *c = client_for(sim.kubeconfig, &cfg, NULL);
   struct gq_informer_handlers h = {inf_add, NULL, inf_del, inf_synced, NULL,
                                    NULL};
-  struct gq_informer_opts o = {"/api/v1/namespaces", NULL, NULL, 300};
+  struct gq_informer_opts o = {"/api/v1/namespaces", NULL, NULL, 300, 0};
   struct seen s = {0};
   struct gq_informer *inf = gq_informer_start(c, &o, &h, &s);
   int added;
