@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
+#include <zlib.h>
 
 static const char *const phase_names[] = {
     "",          "Pending", "Queued", "Admitted",  "Running",
@@ -82,31 +83,77 @@ static void decode_checkpoint(struct gq_dec *d, const json_t *spec,
 
 /* ---- shared templates ------------------------------------------------ */
 
-/* Decoded pod-scheduling fields, shared by every template whose fields are
- * equal (keyed by gq_podsched_key()). */
+/* Templates are grouped by their decoded pod-scheduling fields (one
+ * struct sched_e per distinct gq_podsched_key()). Jobs of one group
+ * usually differ in a few strings (arguments, annotations), so each
+ * template's canonical text is kept deflated (RFC 1951, zlib) with the
+ * group's first template as the preset dictionary: the text of a template
+ * like one seen before costs tens of bytes instead of hundreds. Equal
+ * texts deflate to equal bytes (same dictionary, same settings), so a
+ * template is found again by its deflated bytes. */
+#define Z_WBITS 12 /* 4 KB window: holds a dictionary of that size */
+#define Z_DICT_MAX (1u << Z_WBITS)
+
 struct sched_e {
   char *key;
-  size_t refs;
+  size_t refs;              /* templates that use it */
   struct gq_podsched sched; /* its strings are in 'strings' */
   char *strings;
   unsigned hash;            /* of key: part of every job's shape */
+  unsigned char *dict;      /* the first template's text (at most
+                               Z_DICT_MAX bytes of it) */
+  size_t dict_len;
+  struct gq_gpujob_template *templates; /* by deflated text */
   UT_hash_handle hh;
 };
 
 struct gq_gpujob_template {
-  char *text;               /* canonical JSON (sorted keys, compact) */
-  size_t refs;
+  unsigned char *z;         /* the canonical JSON text, deflated */
+  size_t z_len, len;        /* deflated and text lengths */
+  size_t refs;              /* jobs that hold it */
   struct sched_e *sched;
   UT_hash_handle hh;
 };
 
 static pthread_mutex_t tmpl_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct gq_gpujob_template *templates;
 static struct sched_e *scheds;
+static size_t n_templates;
+static z_stream zdef;       /* reused under tmpl_lock */
+static int zdef_ready;
 
-/* Returns a reference to the shared record equal to s, taking s's arrays
- * (released at once when an equal record exists). tmpl_lock is held. */
-static struct sched_e *sched_intern(struct gq_podsched *s)
+/* Deflates text with e's dictionary into a new buffer. tmpl_lock held. */
+static unsigned char *deflate_text(struct sched_e *e, const char *text,
+                                   size_t len, size_t *z_len)
+{
+  unsigned char *out;
+  uLong cap;
+
+  if (!zdef_ready) {
+    if (deflateInit2(&zdef, Z_BEST_COMPRESSION, Z_DEFLATED, -Z_WBITS, 8,
+                     Z_DEFAULT_STRATEGY) != Z_OK)
+      abort(); /* only out of memory */
+    zdef_ready = 1;
+  } else {
+    deflateReset(&zdef);
+  }
+  deflateSetDictionary(&zdef, e->dict, (uInt)e->dict_len);
+  cap = deflateBound(&zdef, (uLong)len);
+  out = gq_xmalloc(cap);
+  zdef.next_in = (Bytef *)(uintptr_t)text;
+  zdef.avail_in = (uInt)len;
+  zdef.next_out = out;
+  zdef.avail_out = (uInt)cap;
+  if (deflate(&zdef, Z_FINISH) != Z_STREAM_END)
+    abort(); /* deflateBound() is enough by definition */
+  *z_len = cap - zdef.avail_out;
+  return gq_xrealloc(out, *z_len);
+}
+
+/* Returns the shared record for s (taking s's arrays; released at once
+ * when an equal record exists), with text as its dictionary if new.
+ * tmpl_lock held. */
+static struct sched_e *sched_intern(struct gq_podsched *s, const char *text,
+                                    size_t len)
 {
   char *key = gq_podsched_key(s);
   struct gq_strpack p = {0};
@@ -116,40 +163,50 @@ static struct sched_e *sched_intern(struct gq_podsched *s)
   if (e) {
     free(key);
     gq_podsched_release(s);
-    e->refs++;
     return e;
   }
   e = gq_xcalloc(1, sizeof(*e));
   e->key = key;
-  e->refs = 1;
   e->sched = *s;
   memset(s, 0, sizeof(*s));
   gq_podsched_strings(&e->sched, &p);
   e->strings = gq_strpack_done(&p);
   HASH_VALUE(key, strlen(key), e->hash);
+  e->dict_len = len < Z_DICT_MAX ? len : Z_DICT_MAX;
+  e->dict = gq_xmalloc(e->dict_len ? e->dict_len : 1);
+  memcpy(e->dict, text + (len - e->dict_len), e->dict_len);
   HASH_ADD_KEYPTR(hh, scheds, e->key, strlen(e->key), e);
   return e;
 }
 
-/* Returns a reference to the template whose canonical text is text (taken)
- * and whose decoded pod spec is s (its arrays taken). */
+/* Returns a reference to the template whose canonical text is text
+ * (taken) and whose decoded pod spec is s (its arrays taken). */
 static struct gq_gpujob_template *template_intern(char *text,
                                                  struct gq_podsched *s)
 {
+  size_t len = strlen(text), z_len;
   struct gq_gpujob_template *t;
+  struct sched_e *e;
+  unsigned char *z;
 
   pthread_mutex_lock(&tmpl_lock);
-  HASH_FIND_STR(templates, text, t);
+  e = sched_intern(s, text, len);
+  z = deflate_text(e, text, len, &z_len);
+  free(text);
+  HASH_FIND(hh, e->templates, z, z_len, t);
   if (t) {
-    free(text);
-    gq_podsched_release(s);
+    free(z);
     t->refs++;
   } else {
     t = gq_xcalloc(1, sizeof(*t));
-    t->text = text;
+    t->z = z;
+    t->z_len = z_len;
+    t->len = len;
     t->refs = 1;
-    t->sched = sched_intern(s);
-    HASH_ADD_KEYPTR(hh, templates, t->text, strlen(t->text), t);
+    t->sched = e;
+    e->refs++;
+    n_templates++;
+    HASH_ADD_KEYPTR(hh, e->templates, t->z, t->z_len, t);
   }
   pthread_mutex_unlock(&tmpl_lock);
   return t;
@@ -164,31 +221,71 @@ static void template_unref(struct gq_gpujob_template *t)
   pthread_mutex_lock(&tmpl_lock);
   if (--t->refs == 0) {
     e = t->sched;
-    HASH_DEL(templates, t);
-    free(t->text);
+    HASH_DEL(e->templates, t);
+    n_templates--;
+    free(t->z);
     free(t);
     if (--e->refs == 0) {
       HASH_DEL(scheds, e);
       gq_podsched_release(&e->sched);
       free(e->strings);
+      free(e->dict);
       free(e->key);
       free(e);
     }
   }
+  if (!scheds && zdef_ready) { /* nothing shared: no state kept either */
+    deflateEnd(&zdef);
+    zdef_ready = 0;
+  }
   pthread_mutex_unlock(&tmpl_lock);
 }
 
-void gq_gpujob_template_counts(size_t *n_templates, size_t *n_scheds)
+void gq_gpujob_template_counts(size_t *templates, size_t *n_scheds,
+                               size_t *deflated_bytes)
 {
+  struct sched_e *e, *te;
+  struct gq_gpujob_template *t, *tt;
+  size_t z = 0;
+
   pthread_mutex_lock(&tmpl_lock);
-  *n_templates = HASH_COUNT(templates);
+  *templates = n_templates;
   *n_scheds = HASH_COUNT(scheds);
+  HASH_ITER(hh, scheds, e, te) {
+    HASH_ITER(hh, e->templates, t, tt)
+      z += t->z_len;
+  }
+  if (deflated_bytes)
+    *deflated_bytes = z;
   pthread_mutex_unlock(&tmpl_lock);
 }
 
 json_t *gq_gpujob_template_json(const struct gq_gpujob *j)
 {
-  return j->template ? json_loads(j->template->text, 0, NULL) : NULL;
+  const struct gq_gpujob_template *t = j->template;
+  z_stream zs = {0};
+  char *text;
+  json_t *out = NULL;
+  int ok;
+
+  if (!t)
+    return NULL;
+  text = gq_xmalloc(t->len + 1);
+  if (inflateInit2(&zs, -Z_WBITS) != Z_OK)
+    abort(); /* only out of memory */
+  /* the dictionary and the deflated bytes never change once shared */
+  inflateSetDictionary(&zs, t->sched->dict, (uInt)t->sched->dict_len);
+  zs.next_in = t->z;
+  zs.avail_in = (uInt)t->z_len;
+  zs.next_out = (Bytef *)text;
+  zs.avail_out = (uInt)t->len;
+  ok = inflate(&zs, Z_FINISH) == Z_STREAM_END && zs.avail_out == 0;
+  inflateEnd(&zs);
+  text[t->len] = '\0';
+  if (ok)
+    out = json_loadb(text, t->len, 0, NULL);
+  free(text);
+  return out;
 }
 
 /* The pod template: a PodTemplateSpec whose spec gpuq completes. */
@@ -406,44 +503,58 @@ static void decode_status(struct gq_dec *d, const json_t *obj,
 
 /* ---- ownership -------------------------------------------------------- */
 
-/* Moves every string j points to into j->strings. */
-static void own_strings(struct gq_gpujob *j)
+/* The strings of j that repeat across jobs (namespace, team, labels,
+ * status reasons and messages, ...): shared through gq_intern(). */
+static void shared_strings(struct gq_gpujob *j, struct gq_strpack *p)
 {
   struct gq_gpujob_status *st = &j->status;
-  struct gq_strpack p = {0};
   size_t i;
 
-  gq_strpack_add(&p, &j->meta.ns);
+  gq_strpack_add(p, &j->meta.ns);
+  gq_strpack_add(p, &j->meta.owner_kind);
+  for (i = 0; i < j->meta.n_labels; i++) {
+    gq_strpack_add(p, &j->meta.labels[i].key);
+    gq_strpack_add(p, &j->meta.labels[i].value);
+  }
+  for (i = 0; i < j->n_finalizers; i++)
+    gq_strpack_add(p, &j->finalizers[i]);
+  gq_strpack_add(p, &j->team);
+  gq_strpack_add(p, &j->priority_class);
+  gq_strpack_add(p, &j->gpu_resource);
+  for (i = 0; i < j->n_products; i++)
+    gq_strpack_add(p, &j->products[i]);
+  gq_strpack_add(p, &st->reason);
+  gq_strpack_add(p, &st->message);
+  for (i = 0; i < st->n_nodes; i++)
+    gq_strpack_add(p, &st->nodes[i]);
+  for (i = 0; i < st->n_conds; i++) {
+    gq_strpack_add(p, &st->conds[i].type);
+    gq_strpack_add(p, &st->conds[i].status);
+    gq_strpack_add(p, &st->conds[i].reason);
+    gq_strpack_add(p, &st->conds[i].message);
+  }
+}
+
+/* Makes j own its strings: those of this job alone (name, uid,
+ * resourceVersion, ...) move into j->strings, the others are shared. */
+static void own_strings(struct gq_gpujob *j)
+{
+  struct gq_strpack p = {0};
+
+  shared_strings(j, &p);
+  for (size_t i = 0; i < p.n; i++)
+    *p.slots[i] = gq_intern(*p.slots[i]);
+  free(p.slots);
+  memset(&p, 0, sizeof(p));
   gq_strpack_add(&p, &j->meta.name);
   gq_strpack_add(&p, &j->meta.uid);
   gq_strpack_add(&p, &j->meta.resource_version);
   gq_strpack_add(&p, &j->meta.owner_uid);
-  gq_strpack_add(&p, &j->meta.owner_kind);
   gq_strpack_add(&p, &j->meta.owner_name);
-  for (i = 0; i < j->meta.n_labels; i++) {
-    gq_strpack_add(&p, &j->meta.labels[i].key);
-    gq_strpack_add(&p, &j->meta.labels[i].value);
-  }
-  for (i = 0; i < j->n_finalizers; i++)
-    gq_strpack_add(&p, &j->finalizers[i]);
   gq_strpack_add(&p, &j->invalid);
-  gq_strpack_add(&p, &j->team);
-  gq_strpack_add(&p, &j->priority_class);
-  gq_strpack_add(&p, &j->gpu_resource);
-  for (i = 0; i < j->n_products; i++)
-    gq_strpack_add(&p, &j->products[i]);
-  gq_strpack_add(&p, &st->reason);
-  gq_strpack_add(&p, &st->message);
-  gq_strpack_add(&p, &st->checkpoint);
-  for (i = 0; i < st->n_nodes; i++)
-    gq_strpack_add(&p, &st->nodes[i]);
-  for (i = 0; i < st->n_conds; i++) {
-    gq_strpack_add(&p, &st->conds[i].type);
-    gq_strpack_add(&p, &st->conds[i].status);
-    gq_strpack_add(&p, &st->conds[i].reason);
-    gq_strpack_add(&p, &st->conds[i].message);
-  }
+  gq_strpack_add(&p, &j->status.checkpoint);
   j->strings = gq_strpack_done(&p);
+  j->owned = 1;
 }
 
 /* metadata.finalizers: its string entries (borrowed until own_strings). */
@@ -588,6 +699,14 @@ void gq_gpujob_decode_invalid(const json_t *obj, const char *msg,
 
 void gq_gpujob_release(struct gq_gpujob *j)
 {
+  if (j->owned) { /* else its strings are still the JSON's (decode error) */
+    struct gq_strpack p = {0};
+
+    shared_strings(j, &p);
+    for (size_t i = 0; i < p.n; i++)
+      gq_intern_release(*p.slots[i]);
+    free(p.slots);
+  }
   gq_meta_release(&j->meta);
   template_unref(j->template);
   free(j->products);

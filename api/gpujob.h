@@ -13,9 +13,11 @@
  *
  * Ownership: struct gq_gpujob owns everything it points to and keeps no
  * reference to the JSON it was decoded from (a controller caches tens of
- * thousands of them: bench/README.md, e2e): its strings live in one block,
- * its arrays are owned, and its pod template is shared with every job that
- * has the same one. gq_gpujob_release() frees everything.
+ * thousands of them: bench/README.md, e2e): the strings of the job alone
+ * live in one block, the strings that repeat across jobs (namespace, team,
+ * labels, status reasons and messages) are shared (gq_intern(),
+ * api/json.h), its arrays are owned, and its pod template is shared with
+ * every job that has the same one. gq_gpujob_release() frees everything.
  */
 #ifndef GQ_API_GPUJOB_H
 #define GQ_API_GPUJOB_H
@@ -142,7 +144,10 @@ struct gq_gpujob_status {
 struct gq_gpujob_template;
 
 struct gq_gpujob {
-  char *strings;                /* every string below, in one owned block */
+  char *strings;                /* the strings of this job alone (name, uid,
+                                   resourceVersion, ...) in one owned block;
+                                   the others are shared (gq_intern()) */
+  int owned;                    /* set once decoded: the strings are j's */
   struct gq_meta meta;
   const char **finalizers;      /* metadata.finalizers (owned array; NULL
                                    when absent, not when empty) */
@@ -197,7 +202,10 @@ struct gq_gpujob {
  * Templates are shared between jobs (and threads: the table is locked):
  * every job whose spec.template has the same canonical JSON text (sorted
  * keys, compact) holds the same template, and templates whose decoded
- * pod-scheduling fields are equal share one struct gq_podsched. */
+ * pod-scheduling fields are equal share one struct gq_podsched. A
+ * template's text is kept deflated (zlib), with the first template of
+ * the same pod-scheduling fields as the dictionary, so that templates that
+ * differ in a few arguments or annotations cost tens of bytes each. */
 int gq_gpujob_decode(const json_t *obj, struct gq_gpujob *out, char *err,
                      size_t errlen);
 
@@ -220,9 +228,12 @@ json_t *gq_gpujob_template_json(const struct gq_gpujob *j);
  * template reference included); j is then empty. */
 void gq_gpujob_release(struct gq_gpujob *j);
 
-/* Returns the number of distinct templates and of distinct decoded
- * pod-scheduling records currently shared (for tests and benchmarks). */
-void gq_gpujob_template_counts(size_t *templates, size_t *scheds);
+/* Sets the number of distinct templates and of distinct decoded
+ * pod-scheduling records currently shared, and (if deflated_bytes is not
+ * NULL) the bytes of the templates' deflated texts: for tests and
+ * benchmarks. */
+void gq_gpujob_template_counts(size_t *templates, size_t *scheds,
+                               size_t *deflated_bytes);
 
 /* Returns the phase's API name ("Queued"); "" for GQ_PHASE_NONE. */
 const char *gq_job_phase_name(enum gq_job_phase p);

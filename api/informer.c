@@ -18,6 +18,7 @@ struct entry {
   char *key;      /* the block the uid and resourceVersion follow in */
   const char *uid, *rv;
   json_t *obj;    /* NULL for a typed_only object */
+  unsigned listed; /* the list that last showed it (relists) */
   void *typed;
   UT_hash_handle hh;
 };
@@ -32,6 +33,7 @@ struct gq_informer {
   char rv[64];
   int synced, stopping, listing, timer_closed;
   unsigned lists, watches, events_in_watch;
+  unsigned list_gen;     /* the list in progress, or the last one */
   int64_t watch_started_ms;
   struct gq_backoff bo;
   uv_timer_t timer;
@@ -147,8 +149,11 @@ static void upsert(struct gq_informer *inf, const json_t *obj)
 
   key_of(obj, key, sizeof(key));
   HASH_FIND_STR(inf->store, key, e);
+  if (e)
+    e->listed = inf->list_gen;
   if (!e) {
     e = gq_xcalloc(1, sizeof(*e));
+    e->listed = inf->list_gen;
     set_ids(e, key, obj);
     set_obj(inf, e, obj);
     HASH_ADD_KEYPTR(hh, inf->store, e->key, strlen(e->key), e);
@@ -262,49 +267,41 @@ static void rewatch(struct gq_informer *inf)
     retry_later(inf, 0);
 }
 
-/* Makes the store equal to a fresh list: adds and updates what changed,
- * and deletes what vanished (client-go's Replace with tombstones). */
-static void replace(struct gq_informer *inf, const json_t *items)
+/* One page of a list: adds and updates what changed as it arrives (only
+ * one page's JSON is held at a time); the last page then deletes what the
+ * list did not show (client-go's Replace with tombstones). */
+static void on_page(int rc, const struct gq_k8s_status *st,
+                    const json_t *items, const char *rv, int last, void *arg)
 {
-  json_t *seen = json_object();
+  struct gq_informer *inf = arg;
   struct entry *e, *tmp;
   const json_t *it;
   char key[600];
   size_t i;
 
-  json_array_foreach((json_t *)items, i, it) {
-    key_of(it, key, sizeof(key));
-    json_object_set_new(seen, key, json_true());
-    upsert(inf, it);
-  }
-  HASH_ITER(hh, inf->store, e, tmp) {
-    if (!json_object_get(seen, e->key)) {
-      snprintf(key, sizeof(key), "%s", e->key);
-      remove_key(inf, key, NULL);
-    }
-  }
-  json_decref(seen);
-}
-
-static void on_list(int rc, const struct gq_k8s_status *st, const json_t *obj,
-                    void *arg)
-{
-  struct gq_informer *inf = arg;
-  const char *rv;
-
+  if (!inf->stopping && rc == 0)
+    json_array_foreach((json_t *)items, i, it)
+      upsert(inf, it);
+  if (!last)
+    return;
   inf->listing = 0;
   if (inf->stopping) {
     maybe_free(inf);
     return;
   }
   if (rc != 0) {
-    GQ_LOG(GQ_WARN, &lc, "cannot list %s: %s", inf->o.path, st->message);
+    GQ_LOG(GQ_WARN, &lc, "cannot list %s: %s", inf->o.path,
+           st ? st->message : gq_strerror(rc));
     retry_later(inf, 1);
     return;
   }
   inf->lists++;
-  replace(inf, json_object_get(obj, "items"));
-  rv = json_string_value(json_object_get(obj, "resourceVersion"));
+  HASH_ITER(hh, inf->store, e, tmp) {
+    if (e->listed != inf->list_gen) {
+      snprintf(key, sizeof(key), "%s", e->key);
+      remove_key(inf, key, NULL);
+    }
+  }
   snprintf(inf->rv, sizeof(inf->rv), "%s", rv ? rv : "");
   gq_backoff_reset(&inf->bo);
   if (!inf->synced) {
@@ -319,8 +316,9 @@ static void on_list(int rc, const struct gq_k8s_status *st, const json_t *obj,
 static void relist(struct gq_informer *inf)
 {
   inf->listing = 1;
-  if (gq_kclient_list(inf->c, inf->o.path, inf->o.label_selector,
-                      inf->o.field_selector, 500, on_list, inf) != 0) {
+  inf->list_gen++;
+  if (gq_kclient_list_pages(inf->c, inf->o.path, inf->o.label_selector,
+                            inf->o.field_selector, 500, on_page, inf) != 0) {
     inf->listing = 0;
     retry_later(inf, 1);
   }

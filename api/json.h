@@ -151,4 +151,14 @@ void gq_strpack_add(struct gq_strpack *p, const char **slot);
  * p is then empty and reusable. */
 char *gq_strpack_done(struct gq_strpack *p);
 
+/* Shared immutable strings, reference counted (process-wide, locked): a
+ * string that many objects hold (a team, a namespace, a status reason or
+ * message) is stored once. gq_intern() returns a reference to the shared
+ * copy of s (NULL for NULL); gq_intern_release() drops one (NULL is
+ * ignored; s must come from gq_intern()); the copy is freed with its last
+ * reference. gq_intern_count() is the number of distinct strings held. */
+const char *gq_intern(const char *s);
+void gq_intern_release(const char *s);
+size_t gq_intern_count(void);
+
 #endif

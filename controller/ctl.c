@@ -10,12 +10,17 @@
 #include "base/log.h"
 #include "queue/rebuild.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define STOP_WAIT_MS 10000
+#define TRIM_MS 10000            /* heap trims at most this often (real) */
+#define TRIM_MIN (16u << 20)     /* and only with this many bytes free */
 
 static const struct gq_lc lc = {"controller", "ctl", NULL};
 
@@ -620,12 +625,42 @@ void ctl_schedule_pass(struct ctl *c)
 }
 
 /* Deadlines are checked twice a second (real time), not in every pass. */
+/* Gives the free heap back to the OS. glibc keeps freed memory in its
+ * arena, and the JSON the controller parses and drops (list pages, watch
+ * events, responses: about 17 KB of heap per GpuJob object) is freed
+ * between the long-lived records of the job cache, so those holes would
+ * stay resident; malloc_trim(0) releases their whole pages
+ * (madvise(MADV_DONTNEED)). At most every TRIM_MS, and only when at least
+ * TRIM_MIN bytes and a quarter of the heap in use are free. */
+static void trim_heap(struct ctl *c)
+{
+#ifdef __GLIBC__
+  int64_t now = gq_clock_mono_ms(), t;
+  struct mallinfo2 mi;
+
+  if (now - c->trim_ms < TRIM_MS)
+    return;
+  c->trim_ms = now;
+  mi = mallinfo2();
+  if (mi.fordblks < TRIM_MIN || mi.fordblks < mi.uordblks / 4)
+    return;
+  malloc_trim(0);
+  t = gq_clock_mono_ms() - now;
+  GQ_LOG(t > 20 ? GQ_INFO : GQ_DEBUG, &lc, "heap: %zu bytes in use, %zu "
+         "free returned to the OS in %lld ms", mi.uordblks, mi.fordblks,
+         (long long)t);
+#else
+  (void)c;
+#endif
+}
+
 static void tick(uv_timer_t *tm)
 {
   struct ctl *c = tm->data;
 
   c->tick_due = 1;
   ctl_schedule_pass(c);
+  trim_heap(c);
 }
 
 /* The periodic ledger audit (DESIGN §4): each idle cohort is compared with

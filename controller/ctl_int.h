@@ -87,7 +87,7 @@ struct cjob {
   int64_t td_sent_ms; /* when pod deletions were last sent (real ms) */
   int64_t pass_ms;   /* real ms of the pass that admitted it */
   const char *reason; /* static storage (status_set) */
-  char *message;     /* owned */
+  const char *message; /* a reference to a shared string (gq_intern) */
   int status_inflight, status_again;
   int sq;             /* in a status write lane: 1 urgent, 2 background */
   struct cjob *snext; /* next in that lane */
@@ -217,6 +217,7 @@ struct ctl {
   int closing;               /* timers still closing at stop */
   int64_t tick_ms;           /* virtual ms of the last deadline tick */          /* real ms when a pod last freed resources */
   struct gq_metric *m_freed_to_create;
+  int64_t trim_ms;           /* mono ms of the last heap trim (ctl.c) */
   int tick_due;
 };
 

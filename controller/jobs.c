@@ -195,7 +195,7 @@ void jobs_forget(struct ctl *c, struct cjob *cj)
   for (size_t i = 0; i < cj->n_pods; i++)
     free(cj->pods[i]);
   free(cj->pods);
-  free(cj->message);
+  gq_intern_release(cj->message);
   free(cj->key);
   free(cj);
 }

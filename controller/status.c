@@ -38,8 +38,8 @@ void status_set(struct cjob *cj, const char *reason, const char *fmt, ...)
   va_end(ap);
   cj->reason = reason;
   if (!cj->message || strcmp(cj->message, buf)) {
-    free(cj->message);
-    cj->message = gq_xstrdup(buf);
+    gq_intern_release(cj->message);
+    cj->message = gq_intern(buf); /* queued jobs' messages repeat */
   }
 }
 
