@@ -181,8 +181,8 @@ struct gq_gpujob {
 };
 
 /* Decodes and validates a GpuJob. obj is only read: the result keeps no
- * reference to it (its strings are copied into j->strings, its template
- * is interned). Returns 0; or GQ_EINVAL with one message in err (errlen
+ * reference to it (its strings are copied, its template shared; see
+ * Ownership above). Returns 0; or GQ_EINVAL with one message in err (errlen
  * bytes, at least GQ_DEC_MSG_MAX recommended) naming the field path and
  * the value, e.g. "spec.gpusPerReplica: must be between 1 and 1024, got
  * -2"; nothing is left to release on error. The checks are the CRD

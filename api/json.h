@@ -19,7 +19,9 @@
  * "spec.resources[2].nominal" by the caller (gq_dec_path()).
  *
  * Strings returned are borrowed from the JSON value and live as long as it
- * does; decoders keep a reference to the document for that reason.
+ * does; decoders keep a reference to the document for that reason, or copy
+ * them (gq_strpack, gq_intern below: the GpuJob decoder does, so that a
+ * job cache holds no JSON).
  */
 #ifndef GQ_API_JSON_H
 #define GQ_API_JSON_H

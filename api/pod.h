@@ -8,8 +8,9 @@
  * pods gpuq-sim schedules.
  *
  * Strings are borrowed from the decoded JSON document, which struct gq_pod
- * keeps a reference to; arrays are owned and freed by the _release()
- * functions.
+ * keeps a reference to (a GpuJob's template moves them into a block of its
+ * own: gq_podsched_strings()); arrays are owned and freed by the
+ * _release() functions.
  */
 #ifndef GQ_API_POD_H
 #define GQ_API_POD_H
