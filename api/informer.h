@@ -10,7 +10,10 @@
  * change during the call. Handlers see every change; the store's states
  * are a subsequence of the server's (client-go's contract).
  *
- * After the first list the informer is synced. It then watches from the
+ * Lists are read page by page (500 objects), each page stored as it
+ * arrives, so that only one page's JSON is held at a time; objects the list
+ * did not show are deleted after its last page. After the first list the
+ * informer is synced. It then watches from the
  * list's resourceVersion with bookmarks, resumes from the last version it
  * saw when a watch ends or breaks, and relists on 410 Gone, synthesizing
  * deletes for objects that vanished in the gap and updates for changed
