@@ -4,10 +4,11 @@
  * Writes are coalesced: the status gpuq wants is compared field by field
  * with the one the informer last saw (read back into struct
  * gq_gpujob_status: the cache keeps no JSON), and only the fields that
- * differ are sent as a JSON merge patch (RFC 7386); one write per job is in flight at a time, and a
- * change made meanwhile is sent when it returns. Queue positions of the
- * first GQ_CTL_POSITIONS_NOW jobs of each team are kept current at every
- * pass; the rest are refreshed by a bounded background sweep.
+ * differ are sent as a JSON merge patch (RFC 7386); one write per job is
+ * in flight at a time, and a change made meanwhile is sent when it
+ * returns. Queue positions of the first GQ_CTL_POSITIONS_NOW jobs of each
+ * team are kept current at every pass; the rest are refreshed by a bounded
+ * background sweep.
  */
 #include "controller/ctl_int.h"
 
@@ -48,8 +49,14 @@ static json_t *time_json(int64_t ms)
   char buf[64];
 
   if (ms <= 0 || gq_time_format(ms, buf, sizeof(buf)) < 0)
-    return NULL;
+    return json_null();
   return json_string(buf);
+}
+
+/* A time as gpuq writes it, or NULL (absent) for ms <= 0. */
+static json_t *opt_time(int64_t ms)
+{
+  return ms > 0 ? time_json(ms) : NULL;
 }
 
 /* Equal as metav1.Time writes them (whole seconds). */
@@ -80,7 +87,7 @@ static void time_field(json_t *patch, const struct gq_gpujob_status *st,
                        unsigned bit, const char *key, int64_t want,
                        int64_t cur)
 {
-  field(patch, st, bit, key, time_json(want), time_same(want, cur));
+  field(patch, st, bit, key, opt_time(want), time_same(want, cur));
 }
 
 static int str_same(const char *a, const char *b)
@@ -138,7 +145,7 @@ static void conditions_field(json_t *patch, const struct gq_gpujob_status *st,
                           "status", w[i].status, "reason", w[i].reason,
                           "message", w[i].message, "observedGeneration",
                           (json_int_t)gen);
-    json_t *t = time_json(w[i].transition_ms);
+    json_t *t = opt_time(w[i].transition_ms);
 
     if (t)
       json_object_set_new(c, "lastTransitionTime", t);
@@ -209,20 +216,21 @@ static json_t *status_patch(const struct cjob *cj, const struct gq_gpujob *j)
   field(p, st, GQ_ST_GENERATION, "observedGeneration", json_integer(gen),
         st->observed_generation == gen);
   job_condition(&w[0], st, "Admitted", admitted || cj->running,
-            admitted ? "Admitted" : cj->reason[0] ? cj->reason : "Pending",
-            admitted ? "the job holds its GPUs" : "the job holds no GPUs");
+                admitted ? "Admitted" : cj->reason[0] ? cj->reason : "Pending",
+                admitted ? "the job holds its GPUs" : "the job holds no GPUs");
   job_condition(&w[1], st, "Running", cj->running,
-            cj->running ? "Running" : "NotRunning",
-            cj->running ? "every replica is running"
-                        : "not every replica is running");
-  job_condition(&w[2], st, "Finished", final, final ? cj->reason : "NotFinished",
-            final && cj->message ? cj->message : "");
+                cj->running ? "Running" : "NotRunning",
+                cj->running ? "every replica is running"
+                            : "not every replica is running");
+  job_condition(&w[2], st, "Finished", final,
+                final ? cj->reason : "NotFinished",
+                final && cj->message ? cj->message : "");
   conditions_field(p, st, w, 3, gen);
   return p;
 }
 
 /* One metav1.Condition, keeping its lastTransitionTime when its status is
- * unchanged (Kubernetes API conventions: conditions). TeamQuota status. */
+ * unchanged (Kubernetes API conventions: conditions). */
 static void condition(json_t *list, const json_t *cur, const char *type,
                       int on, const char *reason, const char *msg,
                       int64_t gen)
@@ -231,7 +239,6 @@ static void condition(json_t *list, const json_t *cur, const char *type,
   size_t i;
   json_t *cnd;
   const char *st = on ? "True" : "False";
-  json_t *ltt;
 
   json_array_foreach(cur, i, e) {
     if (!strcmp(json_string_value(json_object_get(e, "type")) ?: "", type))
@@ -244,13 +251,13 @@ static void condition(json_t *list, const json_t *cur, const char *type,
       !strcmp(json_string_value(json_object_get(old, "status")) ?: "", st))
     json_object_set(cnd, "lastTransitionTime",
                     json_object_get(old, "lastTransitionTime"));
-  else if ((ltt = time_json(gq_clock_now_ms())))
-    json_object_set_new(cnd, "lastTransitionTime", ltt);
+  else
+    json_object_set_new(cnd, "lastTransitionTime",
+                        time_json(gq_clock_now_ms()));
   json_array_append_new(list, cnd);
 }
 
-/* The merge patch that turns cur into want (top-level fields). TeamQuota
- * status. */
+/* The merge patch that turns cur into want (top-level fields). */
 static json_t *diff(const json_t *cur, json_t *want)
 {
   json_t *patch = json_object(), *v;
