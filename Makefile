@@ -10,7 +10,7 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 # part of the machine image (not a Debian package); deps only checks it.
 DEPS_PKGS := gcc make cmake pkg-config libcurl4-openssl-dev libjansson-dev \
              libuv1-dev libhiredis-dev libyaml-dev libmicrohttpd-dev \
-             libcmocka-dev uthash-dev libssl-dev openssl redis-server prometheus \
+             libcmocka-dev uthash-dev libssl-dev zlib1g-dev openssl redis-server prometheus \
              gnuplot-nox
 
 .PHONY: all deps build build-asan test demo clean

@@ -462,8 +462,7 @@ int gq_kclient_event(struct gq_kclient *c, const json_t *obj,
 struct lister {
   struct gq_kclient *c;
   char *base;         /* path?selectors&limit=N */
-  json_t *items;
-  gq_kclient_cb cb;
+  gq_kclient_page_cb page;
   void *arg;
 };
 
@@ -485,13 +484,11 @@ static void on_page(int rc, const struct gq_k8s_status *st, const json_t *obj,
       json_object_get(json_object_get(obj, "metadata"), "continue"));
   const char *rv = json_string_value(
       json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
-  json_t *out;
 
-  if (rc == 0)
-    json_array_extend(l->items, json_object_get(obj, "items"));
   if (rc == 0 && cont && *cont) {
     struct gq_buf b;
 
+    l->page(0, NULL, json_object_get(obj, "items"), NULL, 0, l->arg);
     gq_buf_init(&b, 1u << 20);
     gq_buf_puts(&b, l->base);
     query_add(&b, "continue", cont);
@@ -499,19 +496,18 @@ static void on_page(int rc, const struct gq_k8s_status *st, const json_t *obj,
     gq_buf_release(&b);
     if (rc == 0)
       return;
+    st = NULL;
   }
-  out = json_pack("{s:O, s:s}", "items", l->items, "resourceVersion",
-                  rv ? rv : "");
-  l->cb(rc, st, rc == 0 ? out : obj, l->arg);
-  json_decref(out);
-  json_decref(l->items);
+  l->page(rc, st, rc == 0 ? json_object_get(obj, "items") : NULL,
+          rv ? rv : "", 1, l->arg);
   free(l->base);
   free(l);
 }
 
-int gq_kclient_list(struct gq_kclient *c, const char *path,
-                    const char *label_selector, const char *field_selector,
-                    long limit, gq_kclient_cb cb, void *arg)
+int gq_kclient_list_pages(struct gq_kclient *c, const char *path,
+                          const char *label_selector,
+                          const char *field_selector, long limit,
+                          gq_kclient_page_cb page, void *arg)
 {
   struct lister *l = gq_xcalloc(1, sizeof(*l));
   struct gq_buf b;
@@ -528,14 +524,62 @@ int gq_kclient_list(struct gq_kclient *c, const char *path,
   query_add(&b, "limit", lim);
   l->c = c;
   l->base = gq_buf_take(&b);
-  l->items = json_array();
-  l->cb = cb;
+  l->page = page;
   l->arg = arg;
   rc = gq_kclient_get(c, l->base, on_page, l);
   if (rc != 0) {
-    json_decref(l->items);
     free(l->base);
     free(l);
+  }
+  return rc;
+}
+
+/* gq_kclient_list: the pages gathered into one array. */
+struct gather {
+  json_t *items;
+  gq_kclient_cb cb;
+  void *arg;
+};
+
+static void gather_page(int rc, const struct gq_k8s_status *st,
+                        const json_t *items, const char *rv, int last,
+                        void *arg)
+{
+  struct gather *g = arg;
+  json_t *out;
+
+  if (rc == 0)
+    json_array_extend(g->items, (json_t *)items);
+  if (!last)
+    return;
+  out = json_pack("{s:O, s:s}", "items", g->items, "resourceVersion", rv);
+  if (rc == 0) {
+    g->cb(0, st, out, g->arg);
+  } else {
+    struct gq_k8s_status none = {0};
+
+    g->cb(rc, st ? st : &none, NULL, g->arg);
+  }
+  json_decref(out);
+  json_decref(g->items);
+  free(g);
+}
+
+int gq_kclient_list(struct gq_kclient *c, const char *path,
+                    const char *label_selector, const char *field_selector,
+                    long limit, gq_kclient_cb cb, void *arg)
+{
+  struct gather *g = gq_xcalloc(1, sizeof(*g));
+  int rc;
+
+  g->items = json_array();
+  g->cb = cb;
+  g->arg = arg;
+  rc = gq_kclient_list_pages(c, path, label_selector, field_selector, limit,
+                             gather_page, g);
+  if (rc != 0) {
+    json_decref(g->items);
+    free(g);
   }
   return rc;
 }

@@ -109,6 +109,23 @@ int gq_kclient_list(struct gq_kclient *c, const char *path,
                     const char *label_selector, const char *field_selector,
                     long limit, gq_kclient_cb cb, void *arg);
 
+/* One page of a paged list: its items (borrowed, valid during the call);
+ * last is 1 on the final call, which also carries the list's
+ * resourceVersion (rv; NULL before) or, with rc != 0, the failure (st may
+ * then be NULL when the next page could not be sent; items NULL). */
+typedef void (*gq_kclient_page_cb)(int rc, const struct gq_k8s_status *st,
+                                   const json_t *items, const char *rv,
+                                   int last, void *arg);
+
+/* Lists a collection page by page as gq_kclient_list() does, handing each
+ * page to the callback as it arrives (so that only one page's JSON is held
+ * at a time: an informer of 100k objects). Returns 0 or the error of the
+ * first request (then the callback is never called). */
+int gq_kclient_list_pages(struct gq_kclient *c, const char *path,
+                          const char *label_selector,
+                          const char *field_selector, long limit,
+                          gq_kclient_page_cb page, void *arg);
+
 /* A watch event: type and object (borrowed, valid during the call). */
 typedef void (*gq_kwatch_event_cb)(enum gq_watch_type type, const json_t *obj,
                                    void *arg);

@@ -11,9 +11,13 @@
  * seconds; timestamps in Unix milliseconds. Optional numbers that are absent
  * are -1 (durations, deadlines) unless noted.
  *
- * Ownership: struct gq_gpujob keeps one reference to the decoded document;
- * its strings are borrowed from it; arrays are owned. gq_gpujob_release()
- * frees everything.
+ * Ownership: struct gq_gpujob owns everything it points to and keeps no
+ * reference to the JSON it was decoded from (a controller caches tens of
+ * thousands of them: bench/README.md, e2e): the strings of the job alone
+ * live in one block, the strings that repeat across jobs (namespace, team,
+ * labels, status reasons and messages) are shared (gq_intern(),
+ * api/json.h), its arrays are owned, and its pod template is shared with
+ * every job that has the same one. gq_gpujob_release() frees everything.
  */
 #ifndef GQ_API_GPUJOB_H
 #define GQ_API_GPUJOB_H
@@ -78,38 +82,92 @@ enum gq_job_phase {
   GQ_PHASE_SUSPENDED
 };
 
-/* The status fields gpuq reads back after a restart (it rebuilds its state
- * from them, DESIGN §6). */
+/* Bits of struct gq_gpujob_status.has / .bad: one per status field gpuq
+ * writes (controller/status.c compares what it wants with them). */
+enum gq_job_status_field {
+  GQ_ST_PHASE = 1u << 0,
+  GQ_ST_REASON = 1u << 1,
+  GQ_ST_MESSAGE = 1u << 2,
+  GQ_ST_GPUS = 1u << 3,
+  GQ_ST_POSITION = 1u << 4,    /* queuePosition */
+  GQ_ST_ETA = 1u << 5,         /* estimatedStartTime */
+  GQ_ST_QUEUED = 1u << 6,      /* queuedAt */
+  GQ_ST_ADMITTED = 1u << 7,    /* admittedAt */
+  GQ_ST_START = 1u << 8,       /* startTime */
+  GQ_ST_COMPLETION = 1u << 9,  /* completionTime */
+  GQ_ST_NODES = 1u << 10,
+  GQ_ST_ATTEMPTS = 1u << 11,
+  GQ_ST_FAILURES = 1u << 12,   /* failedAttempts */
+  GQ_ST_PREEMPTIONS = 1u << 13,
+  GQ_ST_GENERATION = 1u << 14, /* observedGeneration */
+  GQ_ST_CONDITIONS = 1u << 15,
+  GQ_ST_CHECKPOINT = 1u << 16  /* lastCheckpoint */
+};
+
+/* One entry of status.conditions (metav1.Condition) as read back. */
+struct gq_gpujob_cond {
+  const char *type, *status, *reason, *message; /* NULL when absent */
+  int64_t transition_ms;       /* lastTransitionTime; 0 if absent */
+  int64_t observed_generation; /* -1 if absent */
+};
+
+/* The status as read back: gpuq rebuilds its state from it after a restart
+ * (DESIGN §6) and writes only the fields that differ from it. A field is
+ * in 'has' when the object has it (even as null), and also in 'bad' when
+ * it has a form gpuq does not read (then it never equals what gpuq
+ * wants). Absent values read as noted. */
 struct gq_gpujob_status {
+  unsigned has, bad;              /* GQ_ST_* bits */
   enum gq_job_phase phase;
   const char *reason;             /* "" when absent */
+  const char *message;            /* NULL when absent */
+  int64_t gpus;                   /* 0 if absent */
+  int64_t position;               /* queuePosition; 0 if absent */
+  int64_t eta_ms;                 /* estimatedStartTime; 0 if absent */
   int64_t queued_ms;              /* status.queuedAt; 0 if absent */
   int64_t admitted_ms;            /* status.admittedAt */
   int64_t start_ms;               /* status.startTime */
   int64_t completion_ms;          /* status.completionTime */
+  const char **nodes;             /* status.nodes (owned array) */
+  size_t n_nodes;
   int64_t attempts;               /* pod generations created */
   int64_t preemptions;
   int64_t failures;               /* status.failedAttempts */
   const char *checkpoint;         /* lastCheckpoint.location, or NULL */
   int64_t checkpoint_ms;          /* lastCheckpoint.time; 0 if absent */
   int64_t observed_generation;
+  struct gq_gpujob_cond *conds;   /* status.conditions (owned array) */
+  size_t n_conds;
 };
 
+/* A pod template shared by every job with the same one (interned by its
+ * canonical JSON text, reference counted); opaque. */
+struct gq_gpujob_template;
+
 struct gq_gpujob {
-  json_t *json;                 /* the document (one reference owned) */
+  char *strings;                /* the strings of this job alone (name, uid,
+                                   resourceVersion, ...) in one owned block;
+                                   the others are shared (gq_intern()) */
+  int owned;                    /* set once decoded: the strings are j's */
   struct gq_meta meta;
+  const char **finalizers;      /* metadata.finalizers (owned array; NULL
+                                   when absent, not when empty) */
+  size_t n_finalizers;
+  const char *invalid;          /* gq_gpujob_decode_invalid(): the message;
+                                   NULL for a valid job */
   const char *team;
   int32_t priority;             /* spec.priority (default 0) */
   const char *priority_class;   /* spec.priorityClassName, or NULL */
   int32_t replicas;             /* 1..4096 */
   int32_t gpus_per_replica;     /* 1..1024 */
-  int64_t gpus;                 /* replicas * gpus_per_replica */
+  int64_t gpus;                 /* replicas * gpusPerReplica */
   const char *gpu_resource;     /* default nvidia.com/gpu */
   const char **products;        /* accepted product label values; owned */
   size_t n_products;            /* 0 = any product */
   int64_t min_memory_mib;       /* 0 = no minimum */
-  const json_t *template;       /* spec.template (borrowed from json) */
-  struct gq_podsched sched;     /* its pod spec, decoded */
+  struct gq_gpujob_template *template; /* spec.template (one reference) */
+  const struct gq_podsched *sched; /* its pod spec, decoded (shared) */
+  uint32_t shape;               /* gq_gpujob_decode() says what it is */
   int preemptible;              /* default 1 */
   int has_checkpoint;           /* spec.checkpoint present */
   int64_t grace_s;              /* checkpoint.gracePeriodSeconds, or -1 */
@@ -123,20 +181,60 @@ struct gq_gpujob {
   struct gq_gpujob_status status;
 };
 
-/* Decodes and validates a GpuJob. Takes a new reference to obj (the caller
- * keeps its own). Returns 0; or GQ_EINVAL with one message in err (errlen
- * bytes, at least GQ_DEC_MSG_MAX recommended) naming the field path and the
- * value, e.g. "spec.gpusPerReplica: must be between 1 and 1024, got -2";
- * nothing is left to release on error. The checks are the CRD schema's plus
- * the rules a schema cannot express: the name is at most 63 characters (it
- * becomes a label value); drainPolicy Checkpoint requires spec.checkpoint;
- * the template's containers do not request the GPU resource themselves
- * (gpuq sets it); replicas * gpusPerReplica is overflow-checked. */
+/* Decodes and validates a GpuJob. obj is only read: the result keeps no
+ * reference to it (its strings are copied, its template shared; see
+ * Ownership above). Returns 0; or GQ_EINVAL with one message in err (errlen
+ * bytes, at least GQ_DEC_MSG_MAX recommended) naming the field path and
+ * the value, e.g. "spec.gpusPerReplica: must be between 1 and 1024, got
+ * -2"; nothing is left to release on error. The checks are the CRD
+ * schema's plus the rules a schema cannot express: the name is at most 63
+ * characters (it becomes a label value); drainPolicy Checkpoint requires
+ * spec.checkpoint; the template's containers do not request the GPU
+ * resource themselves (gpuq sets it); replicas * gpusPerReplica is
+ * overflow-checked. status.message, gpus, queuePosition,
+ * estimatedStartTime, nodes and conditions are read back without being
+ * validated (a field in another form is flagged in status.bad).
+ *
+ * j->shape is a 32-bit hash, equal for jobs that placement cannot tell
+ * apart (GPU resource, replicas, GPUs per replica, products, minimum
+ * memory and the template's pod-scheduling fields), so a shape that did
+ * not fit need not be tried again in the same pass.
+ *
+ * Templates are shared between jobs (and threads: the table is locked):
+ * every job whose spec.template has the same canonical JSON text (sorted
+ * keys, compact) holds the same template, and templates whose decoded
+ * pod-scheduling fields are equal share one struct gq_podsched. A
+ * template's text is kept deflated (zlib), with the first template of
+ * the same pod-scheduling fields as the dictionary, so that templates that
+ * differ in a few arguments or annotations cost tens of bytes each. */
 int gq_gpujob_decode(const json_t *obj, struct gq_gpujob *out, char *err,
                      size_t errlen);
 
-/* Releases what gq_gpujob_decode() took; j is then empty. */
+/* Fills out with what a controller needs to report a GpuJob that
+ * gq_gpujob_decode() rejected with message msg: out->invalid = msg,
+ * metadata name, namespace, uid, resourceVersion, generation,
+ * deletionTimestamp (1 when present but unreadable) and finalizers read
+ * without validation, and the status read back field by field (a field
+ * that does not decode is flagged in status.bad). The spec is left empty
+ * (no template, sched NULL). Release with gq_gpujob_release(). */
+void gq_gpujob_decode_invalid(const json_t *obj, const char *msg,
+                              struct gq_gpujob *out);
+
+/* Returns the job's spec.template as a new JSON object (the caller
+ * decrefs it), parsed from the shared canonical text: what pods are built
+ * from (controller/podspec.c). NULL for an invalid job. */
+json_t *gq_gpujob_template_json(const struct gq_gpujob *j);
+
+/* Releases what gq_gpujob_decode() or _decode_invalid() took (the
+ * template reference included); j is then empty. */
 void gq_gpujob_release(struct gq_gpujob *j);
+
+/* Sets the number of distinct templates and of distinct decoded
+ * pod-scheduling records currently shared, and (if deflated_bytes is not
+ * NULL) the bytes of the templates' deflated texts: for tests and
+ * benchmarks. */
+void gq_gpujob_template_counts(size_t *templates, size_t *scheds,
+                               size_t *deflated_bytes);
 
 /* Returns the phase's API name ("Queued"); "" for GQ_PHASE_NONE. */
 const char *gq_job_phase_name(enum gq_job_phase p);

@@ -15,8 +15,10 @@
 #define SHORT_WATCH_MS 1000 /* a watch ending sooner, empty, backs off */
 
 struct entry {
-  char *key;
-  json_t *obj;
+  char *key;      /* the block the uid and resourceVersion follow in */
+  const char *uid, *rv;
+  json_t *obj;    /* NULL for a typed_only object */
+  unsigned listed; /* the list that last showed it (relists) */
   void *typed;
   UT_hash_handle hh;
 };
@@ -31,6 +33,7 @@ struct gq_informer {
   char rv[64];
   int synced, stopping, listing, timer_closed;
   unsigned lists, watches, events_in_watch;
+  unsigned list_gen;     /* the list in progress, or the last one */
   int64_t watch_started_ms;
   struct gq_backoff bo;
   uv_timer_t timer;
@@ -41,6 +44,7 @@ static const struct gq_lc lc = {"api", "informer", NULL};
 static void relist(struct gq_informer *inf);
 static void rewatch(struct gq_informer *inf);
 static void maybe_free(struct gq_informer *inf);
+static void *decode(struct gq_informer *inf, const json_t *obj);
 
 static void key_of(const json_t *obj, char *buf, size_t len)
 {
@@ -58,6 +62,55 @@ static const char *rv_of(const json_t *obj)
       json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
 
   return rv ? rv : "";
+}
+
+static const char *uid_of(const json_t *obj)
+{
+  const char *uid = json_string_value(
+      json_object_get(json_object_get(obj, "metadata"), "uid"));
+
+  return uid ? uid : "";
+}
+
+/* Sets e's key block (key, uid, resourceVersion of obj). */
+static void set_ids(struct entry *e, const char *key, const json_t *obj)
+{
+  size_t lk = strlen(key), lu = strlen(uid_of(obj)), lr = strlen(rv_of(obj));
+  char *b = gq_xmalloc(lk + lu + lr + 3);
+
+  memcpy(b, key, lk + 1);
+  memcpy(b + lk + 1, uid_of(obj), lu + 1);
+  memcpy(b + lk + lu + 2, rv_of(obj), lr + 1);
+  free(e->key);
+  e->key = b;
+  e->uid = b + lk + 1;
+  e->rv = b + lk + lu + 2;
+}
+
+/* Stores the state obj in e: its JSON (unless typed_only and decoded) and
+ * its typed form. */
+static void set_obj(struct gq_informer *inf, struct entry *e,
+                    const json_t *obj)
+{
+  e->typed = decode(inf, obj);
+  e->obj = inf->o.typed_only && e->typed ? NULL : json_incref((json_t *)obj);
+}
+
+/* The last state of a typed_only object, for a delete handler: its
+ * metadata namespace, name and uid (a new reference). */
+static json_t *stub_of(const struct entry *e)
+{
+  const char *slash = strchr(e->key, '/');
+  json_t *m = json_pack("{s:s,s:s}", "uid", e->uid, "resourceVersion", e->rv);
+
+  if (slash) {
+    json_object_set_new(m, "namespace",
+                        json_stringn(e->key, (size_t)(slash - e->key)));
+    json_object_set_new(m, "name", json_string(slash + 1));
+  } else {
+    json_object_set_new(m, "name", json_string(e->key));
+  }
+  return json_pack("{s:o}", "metadata", m);
 }
 
 static void *decode(struct gq_informer *inf, const json_t *obj)
@@ -96,22 +149,26 @@ static void upsert(struct gq_informer *inf, const json_t *obj)
 
   key_of(obj, key, sizeof(key));
   HASH_FIND_STR(inf->store, key, e);
+  if (e)
+    e->listed = inf->list_gen;
   if (!e) {
     e = gq_xcalloc(1, sizeof(*e));
-    e->key = gq_xstrdup(key);
-    e->obj = json_incref((json_t *)obj);
-    e->typed = decode(inf, obj);
+    e->listed = inf->list_gen;
+    set_ids(e, key, obj);
+    set_obj(inf, e, obj);
     HASH_ADD_KEYPTR(hh, inf->store, e->key, strlen(e->key), e);
     if (inf->h.add)
       inf->h.add(obj, inf->arg);
     return;
   }
-  if (!strcmp(rv_of(e->obj), rv_of(obj)))
+  if (!strcmp(e->rv, rv_of(obj)))
     return; /* same version: nothing changed */
-  old = e->obj;
+  old = e->obj ? e->obj : stub_of(e);
   old_typed = e->typed;
-  e->obj = json_incref((json_t *)obj);
-  e->typed = decode(inf, obj);
+  HASH_DEL(inf->store, e); /* its key moves with the new block */
+  set_ids(e, key, obj);
+  HASH_ADD_KEYPTR(hh, inf->store, e->key, strlen(e->key), e);
+  set_obj(inf, e, obj);
   if (inf->h.update)
     inf->h.update(old, obj, inf->arg);
   json_decref(old);
@@ -128,8 +185,12 @@ static void remove_key(struct gq_informer *inf, const char *key,
   if (!e)
     return;
   HASH_DEL(inf->store, e);
-  if (inf->h.del)
-    inf->h.del(last ? last : e->obj, inf->arg);
+  if (inf->h.del) {
+    json_t *stub = last || e->obj ? NULL : stub_of(e);
+
+    inf->h.del(last ? last : e->obj ? e->obj : stub, inf->arg);
+    json_decref(stub);
+  }
   free_entry(inf, e);
 }
 
@@ -206,49 +267,41 @@ static void rewatch(struct gq_informer *inf)
     retry_later(inf, 0);
 }
 
-/* Makes the store equal to a fresh list: adds and updates what changed,
- * and deletes what vanished (client-go's Replace with tombstones). */
-static void replace(struct gq_informer *inf, const json_t *items)
+/* One page of a list: adds and updates what changed as it arrives (only
+ * one page's JSON is held at a time); the last page then deletes what the
+ * list did not show (client-go's Replace with tombstones). */
+static void on_page(int rc, const struct gq_k8s_status *st,
+                    const json_t *items, const char *rv, int last, void *arg)
 {
-  json_t *seen = json_object();
+  struct gq_informer *inf = arg;
   struct entry *e, *tmp;
   const json_t *it;
   char key[600];
   size_t i;
 
-  json_array_foreach((json_t *)items, i, it) {
-    key_of(it, key, sizeof(key));
-    json_object_set_new(seen, key, json_true());
-    upsert(inf, it);
-  }
-  HASH_ITER(hh, inf->store, e, tmp) {
-    if (!json_object_get(seen, e->key)) {
-      snprintf(key, sizeof(key), "%s", e->key);
-      remove_key(inf, key, NULL);
-    }
-  }
-  json_decref(seen);
-}
-
-static void on_list(int rc, const struct gq_k8s_status *st, const json_t *obj,
-                    void *arg)
-{
-  struct gq_informer *inf = arg;
-  const char *rv;
-
+  if (!inf->stopping && rc == 0)
+    json_array_foreach((json_t *)items, i, it)
+      upsert(inf, it);
+  if (!last)
+    return;
   inf->listing = 0;
   if (inf->stopping) {
     maybe_free(inf);
     return;
   }
   if (rc != 0) {
-    GQ_LOG(GQ_WARN, &lc, "cannot list %s: %s", inf->o.path, st->message);
+    GQ_LOG(GQ_WARN, &lc, "cannot list %s: %s", inf->o.path,
+           st ? st->message : gq_strerror(rc));
     retry_later(inf, 1);
     return;
   }
   inf->lists++;
-  replace(inf, json_object_get(obj, "items"));
-  rv = json_string_value(json_object_get(obj, "resourceVersion"));
+  HASH_ITER(hh, inf->store, e, tmp) {
+    if (e->listed != inf->list_gen) {
+      snprintf(key, sizeof(key), "%s", e->key);
+      remove_key(inf, key, NULL);
+    }
+  }
   snprintf(inf->rv, sizeof(inf->rv), "%s", rv ? rv : "");
   gq_backoff_reset(&inf->bo);
   if (!inf->synced) {
@@ -263,8 +316,9 @@ static void on_list(int rc, const struct gq_k8s_status *st, const json_t *obj,
 static void relist(struct gq_informer *inf)
 {
   inf->listing = 1;
-  if (gq_kclient_list(inf->c, inf->o.path, inf->o.label_selector,
-                      inf->o.field_selector, 500, on_list, inf) != 0) {
+  inf->list_gen++;
+  if (gq_kclient_list_pages(inf->c, inf->o.path, inf->o.label_selector,
+                            inf->o.field_selector, 500, on_page, inf) != 0) {
     inf->listing = 0;
     retry_later(inf, 1);
   }
@@ -363,7 +417,8 @@ json_t *gq_informer_list(const struct gq_informer *inf)
   struct entry *e, *tmp;
 
   HASH_ITER(hh, inf->store, e, tmp)
-    json_array_append(arr, e->obj);
+    if (e->obj)
+      json_array_append(arr, e->obj);
   return arr;
 }
 

@@ -6,10 +6,12 @@
 #include "base/err.h"
 
 #include <ctype.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uthash.h>
 
 void gq_dec_init(struct gq_dec *d)
 {
@@ -359,4 +361,89 @@ int gq_add_i64(int64_t a, int64_t b, int64_t *out)
     return GQ_EOVERFLOW;
   *out = r;
   return 0;
+}
+
+void gq_strpack_add(struct gq_strpack *p, const char **slot)
+{
+  if (!*slot)
+    return;
+  if (p->n == p->cap) {
+    p->cap = p->cap ? 2 * p->cap : 32;
+    p->slots = gq_xrealloc(p->slots, p->cap * sizeof(*p->slots));
+  }
+  p->slots[p->n++] = slot;
+  p->bytes += strlen(*slot) + 1;
+}
+
+char *gq_strpack_done(struct gq_strpack *p)
+{
+  char *block = p->bytes ? gq_xmalloc(p->bytes) : NULL, *at = block;
+
+  for (size_t i = 0; i < p->n; i++) {
+    size_t len = strlen(*p->slots[i]) + 1;
+
+    memcpy(at, *p->slots[i], len);
+    *p->slots[i] = at;
+    at += len;
+  }
+  free(p->slots);
+  memset(p, 0, sizeof(*p));
+  return block;
+}
+
+struct istr {
+  UT_hash_handle hh;
+  size_t refs;
+  char s[];
+};
+
+static pthread_mutex_t intern_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct istr *interned;
+
+const char *gq_intern(const char *s)
+{
+  struct istr *e;
+  size_t n;
+
+  if (!s)
+    return NULL;
+  pthread_mutex_lock(&intern_lock);
+  HASH_FIND_STR(interned, s, e);
+  if (e) {
+    e->refs++;
+  } else {
+    n = strlen(s);
+    e = gq_xmalloc(sizeof(*e) + n + 1);
+    memset(e, 0, sizeof(*e));
+    memcpy(e->s, s, n + 1);
+    e->refs = 1;
+    HASH_ADD_KEYPTR(hh, interned, e->s, n, e);
+  }
+  pthread_mutex_unlock(&intern_lock);
+  return e->s;
+}
+
+void gq_intern_release(const char *s)
+{
+  struct istr *e;
+
+  if (!s)
+    return;
+  e = (struct istr *)(void *)((char *)(uintptr_t)s - offsetof(struct istr, s));
+  pthread_mutex_lock(&intern_lock);
+  if (--e->refs == 0) {
+    HASH_DEL(interned, e);
+    free(e);
+  }
+  pthread_mutex_unlock(&intern_lock);
+}
+
+size_t gq_intern_count(void)
+{
+  size_t n;
+
+  pthread_mutex_lock(&intern_lock);
+  n = HASH_COUNT(interned);
+  pthread_mutex_unlock(&intern_lock);
+  return n;
 }

@@ -19,7 +19,9 @@
  * "spec.resources[2].nominal" by the caller (gq_dec_path()).
  *
  * Strings returned are borrowed from the JSON value and live as long as it
- * does; decoders keep a reference to the document for that reason.
+ * does; decoders keep a reference to the document for that reason, or copy
+ * them (gq_strpack, gq_intern below: the GpuJob decoder does, so that a
+ * job cache holds no JSON).
  */
 #ifndef GQ_API_JSON_H
 #define GQ_API_JSON_H
@@ -130,5 +132,35 @@ int gq_dec_qualified_name(struct gq_dec *d, const char *path, const char *s);
  * GQ_EOVERFLOW and leave *out unchanged. */
 int gq_mul_i64(int64_t a, int64_t b, int64_t *out);
 int gq_add_i64(int64_t a, int64_t b, int64_t *out);
+
+/* Moves borrowed strings into one owned block, so that a typed object can
+ * outlive the JSON it was decoded from with one allocation for all its
+ * strings: add each string field's address (a slot; a NULL string is left
+ * alone), then gq_strpack_done() copies the strings into a new block and
+ * points every slot into it. Slots must stay valid until then (add array
+ * slots only after the array is final). Add each slot once; equal
+ * strings are not merged. */
+struct gq_strpack {
+  const char ***slots;
+  size_t n, cap, bytes;
+};
+
+/* Records *slot (skipped when NULL). */
+void gq_strpack_add(struct gq_strpack *p, const char **slot);
+
+/* Copies the strings, repoints the slots and returns the block (owned by
+ * the caller, free() it; NULL when no slot was added). Frees the slot list:
+ * p is then empty and reusable. */
+char *gq_strpack_done(struct gq_strpack *p);
+
+/* Shared immutable strings, reference counted (process-wide, locked): a
+ * string that many objects hold (a team, a namespace, a status reason or
+ * message) is stored once. gq_intern() returns a reference to the shared
+ * copy of s (NULL for NULL); gq_intern_release() drops one (NULL is
+ * ignored; s must come from gq_intern()); the copy is freed with its last
+ * reference. gq_intern_count() is the number of distinct strings held. */
+const char *gq_intern(const char *s);
+void gq_intern_release(const char *s);
+size_t gq_intern_count(void);
 
 #endif

@@ -5,6 +5,8 @@
 #include "base/alloc.h"
 #include "base/err.h"
 
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -334,6 +336,111 @@ void gq_podsched_release(struct gq_podsched *s)
   free(s->tolerations);
   free(s->extended);
   memset(s, 0, sizeof(*s));
+}
+
+static void req_strings(struct gq_sel_req *r, size_t n, struct gq_strpack *p)
+{
+  for (size_t i = 0; i < n; i++) {
+    gq_strpack_add(p, &r[i].key);
+    for (size_t k = 0; k < r[i].n_values; k++)
+      gq_strpack_add(p, &r[i].values[k]);
+  }
+}
+
+void gq_podsched_strings(struct gq_podsched *s, struct gq_strpack *p)
+{
+  gq_strpack_add(p, &s->node_name);
+  for (size_t i = 0; i < s->n_node_selector; i++) {
+    gq_strpack_add(p, &s->node_selector[i].key);
+    gq_strpack_add(p, &s->node_selector[i].value);
+  }
+  for (size_t i = 0; i < s->n_terms; i++) {
+    req_strings(s->terms[i].exprs, s->terms[i].n_exprs, p);
+    req_strings(s->terms[i].fields, s->terms[i].n_fields, p);
+  }
+  for (size_t i = 0; i < s->n_tolerations; i++) {
+    gq_strpack_add(p, &s->tolerations[i].key);
+    gq_strpack_add(p, &s->tolerations[i].value);
+    gq_strpack_add(p, &s->tolerations[i].effect);
+  }
+  for (size_t i = 0; i < s->n_extended; i++)
+    gq_strpack_add(p, &s->extended[i].name);
+}
+
+/* The key under construction (gq_podsched_key). */
+struct kbuf {
+  char *s;
+  size_t n, cap;
+};
+
+static void kb_printf(struct kbuf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void kb_printf(struct kbuf *b, const char *fmt, ...)
+{
+  va_list ap;
+  int n;
+
+  for (;;) {
+    va_start(ap, fmt);
+    n = vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t)n < b->cap - b->n)
+      break;
+    b->cap = 2 * b->cap + (n > 0 ? (size_t)n : 0) + 64;
+    b->s = gq_xrealloc(b->s, b->cap);
+  }
+  b->n += (size_t)n;
+}
+
+/* Strings are written with their length first, so that no content can
+ * make two different podscheds write the same key. */
+static void key_str(struct kbuf *b, const char *s)
+{
+  kb_printf(b, "%zu:%s", s ? strlen(s) : 0, s ? s : "");
+}
+
+static void key_reqs(struct kbuf *b, const struct gq_sel_req *r, size_t n)
+{
+  kb_printf(b, "[%zu", n);
+  for (size_t i = 0; i < n; i++) {
+    key_str(b, r[i].key);
+    kb_printf(b, "%d,%zu", (int)r[i].op, r[i].n_values);
+    for (size_t k = 0; k < r[i].n_values; k++)
+      key_str(b, r[i].values[k]);
+  }
+  kb_printf(b, "]");
+}
+
+char *gq_podsched_key(const struct gq_podsched *s)
+{
+  struct kbuf b = {gq_xmalloc(256), 0, 256};
+
+  key_str(&b, s->node_name);
+  kb_printf(&b, "|%zu", s->n_node_selector);
+  for (size_t i = 0; i < s->n_node_selector; i++) {
+    key_str(&b, s->node_selector[i].key);
+    key_str(&b, s->node_selector[i].value);
+  }
+  kb_printf(&b, "|%zu", s->n_terms);
+  for (size_t i = 0; i < s->n_terms; i++) {
+    key_reqs(&b, s->terms[i].exprs, s->terms[i].n_exprs);
+    key_reqs(&b, s->terms[i].fields, s->terms[i].n_fields);
+  }
+  kb_printf(&b, "|%zu", s->n_tolerations);
+  for (size_t i = 0; i < s->n_tolerations; i++) {
+    key_str(&b, s->tolerations[i].key);
+    kb_printf(&b, "%d", (int)s->tolerations[i].op);
+    key_str(&b, s->tolerations[i].value);
+    key_str(&b, s->tolerations[i].effect);
+    kb_printf(&b, "%" PRId64 ",", s->tolerations[i].seconds);
+  }
+  kb_printf(&b, "|%" PRId64 ",%" PRId64 ",%" PRId64 "|%zu", s->cpu_milli,
+            s->memory_bytes, s->grace_s, s->n_extended);
+  for (size_t i = 0; i < s->n_extended; i++) {
+    key_str(&b, s->extended[i].name);
+    kb_printf(&b, "%" PRId64 ",", s->extended[i].value);
+  }
+  return b.s;
 }
 
 int64_t gq_podsched_request(const struct gq_podsched *s, const char *name)

@@ -8,8 +8,9 @@
  * pods gpuq-sim schedules.
  *
  * Strings are borrowed from the decoded JSON document, which struct gq_pod
- * keeps a reference to; arrays are owned and freed by the _release()
- * functions.
+ * keeps a reference to (a GpuJob's template moves them into a block of its
+ * own: gq_podsched_strings()); arrays are owned and freed by the
+ * _release() functions.
  */
 #ifndef GQ_API_POD_H
 #define GQ_API_POD_H
@@ -91,6 +92,15 @@ int gq_podsched_decode(struct gq_dec *d, const json_t *spec, const char *path,
 
 /* Frees the arrays of out (strings are borrowed). */
 void gq_podsched_release(struct gq_podsched *out);
+
+/* Adds the address of every string of s to p (api/json.h), so that
+ * gq_strpack_done() makes s own its strings in one block. */
+void gq_podsched_strings(struct gq_podsched *s, struct gq_strpack *p);
+
+/* Returns a new string (caller frees) that two podscheds have equal
+ * exactly when every field placement reads is equal: the key under which
+ * decoded templates are shared (api/gpujob.c). */
+char *gq_podsched_key(const struct gq_podsched *s);
 
 /* Returns the effective request of extended resource 'name', 0 if none. */
 int64_t gq_podsched_request(const struct gq_podsched *s, const char *name);

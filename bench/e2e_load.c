@@ -42,9 +42,13 @@
  *       For the GpuJobs of the collection PATH (e.g.
  *       ".../namespaces/team-00/gpujobs"): the average size of their
  *       compact JSON, the heap bytes (mallinfo2) of their JSON trees as
- *       jansson builds them (what an informer stores), and the bytes
- *       gq_gpujob_decode adds on top. Prints
- *       "mem: jobs=n json_text_bytes=X json_tree_bytes=Y decoded_extra_bytes=Z".
+ *       jansson builds them (what an informer that keeps JSON stores), and
+ *       of their decoded form (gq_gpujob_decode: what gpuq's job cache
+ *       keeps; it holds no reference to the tree), with the templates and
+ *       decoded pod-scheduling records they share and the average size
+ *       of a template's deflated text. Prints "mem: jobs=n
+ *       json_text_bytes=X json_tree_bytes=Y decoded_bytes=Z templates=T
+ *       scheds=S deflated_template_bytes=B".
  *
  * Any failed request ends the run with exit status 1 and the server's
  * message; nothing is counted unless the server confirmed it.
@@ -489,12 +493,13 @@ static size_t heap_used(void)
 }
 
 /* Reads the GpuJobs of a collection, then measures the heap bytes of
- * their JSON trees (json_loads of each compact text, as an informer holds
- * them) and of their decoded form (gq_gpujob_decode) on top. */
+ * their JSON trees (json_loads of each compact text, as an informer that
+ * keeps JSON holds them) and of their decoded form (gq_gpujob_decode,
+ * which keeps no reference to the trees). */
 static void run_mem(struct gq_kclient *kc, uv_loop_t *loop, const char *path)
 {
   json_t *l = list_all(kc, loop, path), *items = json_object_get(l, "items");
-  size_t n = json_array_size(items), text = 0, h0, h1, h2;
+  size_t n = json_array_size(items), text = 0, h0, h1, h2, nt, ns, nz;
   json_t **trees = gq_xcalloc(n ? n : 1, sizeof(*trees));
   struct gq_gpujob *dec = gq_xcalloc(n ? n : 1, sizeof(*dec));
   char **texts = gq_xcalloc(n ? n : 1, sizeof(*texts));
@@ -516,9 +521,11 @@ static void run_mem(struct gq_kclient *kc, uv_loop_t *loop, const char *path)
     if (gq_gpujob_decode(trees[i], &dec[i], err, sizeof(err)) != 0)
       die("mem: %s", err);
   h2 = heap_used();
+  gq_gpujob_template_counts(&nt, &ns, &nz);
   printf("mem: jobs=%zu json_text_bytes=%zu json_tree_bytes=%zu "
-         "decoded_extra_bytes=%zu\n", n, text / n, (h1 - h0) / n,
-         (h2 - h1) / n);
+         "decoded_bytes=%zu templates=%zu scheds=%zu "
+         "deflated_template_bytes=%zu\n", n, text / n, (h1 - h0) / n,
+         (h2 - h1) / n, nt, ns, nt ? nz / nt : 0);
   for (size_t i = 0; i < n; i++) {
     gq_gpujob_release(&dec[i]);
     json_decref(trees[i]);

@@ -332,7 +332,7 @@ static void admitted(int rc, const char *state, long long value, void *arg)
   struct admit_ctx *x = arg;
   struct ctl *c = x->c;
   struct cjob *cj = ctl_job(c, x->uid);
-  const json_t *obj;
+  const struct gq_gpujob *obj;
   int ok = rc == 0 && (!strcmp(state, "ok") || !strcmp(state, "dup"));
 
   ctl_write_end(c);
@@ -372,7 +372,7 @@ static void admitted(int rc, const char *state, long long value, void *arg)
     gq_metric_observe(c->m_wait, l,
                       (double)(cj->admitted_ms - cj->queued_ms) / 1000.0);
     status_event(c, cj, "Normal", "Admitted", "%s", x->event);
-    obj = ctl_job_json(c, cj);
+    obj = ctl_job_obj(c, cj);
     if (obj)
       status_finalizer(c, cj, obj, 1);
     jobs_create_pods(c, cj);
@@ -408,7 +408,7 @@ static void decide_admit(struct pass *p, struct ccohort *k, struct cjob *cj,
     if (n > 0 && (size_t)n < sizeof(nodes) - off)
       off += (size_t)n;
   }
-  snprintf(cj->flavor, sizeof(cj->flavor), "%s", a->key);
+  cj->flavor = ctl_intern(c, a->key);
   cj->pass_ms = gq_clock_mono_ms();
   jobs_use(c, cj, 1);
   jobs_assume(c, cj, j);

@@ -10,23 +10,29 @@
 #include "base/log.h"
 #include "queue/rebuild.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define STOP_WAIT_MS 10000
+#define TRIM_MS 10000            /* heap trims at most this often (real) */
+#define TRIM_MIN (16u << 20)     /* and only with this many bytes free */
 
 static const struct gq_lc lc = {"controller", "ctl", NULL};
 
+/* Every GpuJob gets a typed form (the informer keeps no JSON for them):
+ * an invalid one carries the decoder's message (gq_gpujob_decode_invalid). */
 static void *dec_job(const json_t *o, char *err, size_t len)
 {
   struct gq_gpujob *j = gq_xcalloc(1, sizeof(*j));
 
-  if (gq_gpujob_decode(o, j, err, len) == 0)
-    return j;
-  free(j);
-  return NULL;
+  if (gq_gpujob_decode(o, j, err, len) != 0)
+    gq_gpujob_decode_invalid(o, err, j);
+  return j;
 }
 static void rel_job(void *p)
 {
@@ -113,35 +119,73 @@ static struct cjob *job_for(struct ctl *c, const json_t *obj)
     return NULL;
   cj = ctl_job(c, uid);
   if (!cj) {
-    cj = gq_xcalloc(1, sizeof(*cj));
-    cj->uid = gq_xstrdup(uid);
-    cj->ns = gq_xstrdup(ctl_meta_str(obj, "namespace"));
-    cj->name = gq_xstrdup(ctl_meta_str(obj, "name"));
-    cj->key = gq_xasprintf("%s/%s", cj->ns, cj->name);
-    cj->eta_ms = -1;
-    cj->expected_s = -1;
+    cj = ctl_job_new(c, uid, ctl_meta_str(obj, "namespace"),
+                     ctl_meta_str(obj, "name"));
     /* arrival stamp, strictly increasing in watch (= creation) order:
      * adopt() orders jobs created within one second with it */
     cj->queued_ms = gq_clock_now_ms();
     if (cj->queued_ms <= c->last_arrival_ms)
       cj->queued_ms = c->last_arrival_ms + 1;
     c->last_arrival_ms = cj->queued_ms;
-    HASH_ADD_KEYPTR(hh, c->jobs, cj->uid, strlen(cj->uid), cj);
   }
   return cj;
 }
 
-const json_t *ctl_job_json(struct ctl *c, const struct cjob *cj)
+struct cjob *ctl_job_new(struct ctl *c, const char *uid, const char *ns,
+                         const char *name)
 {
-  const json_t *o = gq_informer_get(c->inf_jobs, cj->key);
+  size_t lns = strlen(ns), lname = strlen(name), luid = strlen(uid);
+  struct cjob *cj = gq_xcalloc(1, sizeof(*cj));
+  char *b = gq_xmalloc(2 * (lns + lname + 2) + luid + 1);
 
-  return o && !strcmp(ctl_meta_str(o, "uid"), cj->uid) ? o : NULL;
+  /* "ns/name\0ns\0name\0uid\0" */
+  cj->key = b;
+  memcpy(b, ns, lns);
+  b[lns] = '/';
+  memcpy(b + lns + 1, name, lname + 1);
+  b += lns + lname + 2;
+  cj->ns = memcpy(b, ns, lns + 1);
+  b += lns + 1;
+  cj->name = memcpy(b, name, lname + 1);
+  b += lname + 1;
+  cj->uid = memcpy(b, uid, luid + 1);
+  cj->team = cj->cohort = cj->flavor = cj->reason = "";
+  cj->eta_ms = -1;
+  cj->expected_s = -1;
+  HASH_ADD_KEYPTR(hh, c->jobs, cj->uid, luid, cj);
+  return cj;
+}
+
+const struct gq_gpujob *ctl_job_obj(struct ctl *c, const struct cjob *cj)
+{
+  const struct gq_gpujob *j = gq_informer_typed(c->inf_jobs, cj->key);
+
+  return j && !strcmp(j->meta.uid, cj->uid) ? j : NULL;
 }
 
 const struct gq_gpujob *ctl_job_spec(struct ctl *c, const struct cjob *cj)
 {
-  return ctl_job_json(c, cj) ? gq_informer_typed(c->inf_jobs, cj->key)
-                             : NULL;
+  const struct gq_gpujob *j = ctl_job_obj(c, cj);
+
+  return j && !j->invalid ? j : NULL;
+}
+
+const char *ctl_intern(struct ctl *c, const char *s)
+{
+  struct cstr *e;
+  size_t n;
+
+  if (!*s)
+    return "";
+  HASH_FIND_STR(c->strs, s, e);
+  if (!e) {
+    n = strlen(s);
+    e = gq_xmalloc(sizeof(*e) + n + 1);
+    memset(e, 0, sizeof(*e));
+    memcpy(e->s, s, n + 1);
+    HASH_ADD_KEYPTR(hh, c->strs, e->s, n, e);
+  }
+  return e->s;
 }
 
 const struct gq_teamquota *ctl_quota(struct ctl *c, const char *team)
@@ -586,12 +630,42 @@ void ctl_schedule_pass(struct ctl *c)
 }
 
 /* Deadlines are checked twice a second (real time), not in every pass. */
+/* Gives the free heap back to the OS. glibc keeps freed memory in its
+ * arena, and the JSON the controller parses and drops (list pages, watch
+ * events, responses: about 17 KB of heap per GpuJob object) is freed
+ * between the long-lived records of the job cache, so those holes would
+ * stay resident; malloc_trim(0) releases their whole pages
+ * (madvise(MADV_DONTNEED)). At most every TRIM_MS, and only when at least
+ * TRIM_MIN bytes and a quarter of the heap in use are free. */
+static void trim_heap(struct ctl *c)
+{
+#ifdef __GLIBC__
+  int64_t now = gq_clock_mono_ms(), t;
+  struct mallinfo2 mi;
+
+  if (now - c->trim_ms < TRIM_MS)
+    return;
+  c->trim_ms = now;
+  mi = mallinfo2();
+  if (mi.fordblks < TRIM_MIN || mi.fordblks < mi.uordblks / 4)
+    return;
+  malloc_trim(0);
+  t = gq_clock_mono_ms() - now;
+  GQ_LOG(t > 20 ? GQ_INFO : GQ_DEBUG, &lc, "heap: %zu bytes in use, %zu "
+         "free returned to the OS in %lld ms", mi.uordblks, mi.fordblks,
+         (long long)t);
+#else
+  (void)c;
+#endif
+}
+
 static void tick(uv_timer_t *tm)
 {
   struct ctl *c = tm->data;
 
   c->tick_due = 1;
   ctl_schedule_pass(c);
+  trim_heap(c);
 }
 
 /* The periodic ledger audit (DESIGN §4): each idle cohort is compared with
@@ -759,7 +833,9 @@ void gq_ctl_start(struct gq_ctl *gc)
   gq_queue_init(&c->q, c->rq, c->o.redis_prefix);
 
   io.path = "/apis/" GQ_GROUP "/" GQ_VERSION "/gpujobs";
+  io.typed_only = 1; /* the compact job cache: no JSON tree per job */
   c->inf_jobs = gq_informer_start(c->kc, &io, &hj, c);
+  io.typed_only = 0;
   io.path = "/apis/" GQ_GROUP "/" GQ_VERSION "/teamquotas";
   c->inf_quotas = gq_informer_start(c->kc, &io, &hq, c);
   io.path = "/api/v1/nodes";
@@ -813,6 +889,7 @@ static void free_all(struct ctl *c)
   struct cteam *t, *tt;
   struct ccohort *k, *tk;
   struct cassumed *a, *ta;
+  struct cstr *sx, *ts;
 
   c->sq_head[0] = c->sq_head[1] = c->sq_tail[0] = c->sq_tail[1] = NULL;
   HASH_ITER(hh, c->jobs, cj, tj) {
@@ -841,6 +918,10 @@ static void free_all(struct ctl *c)
     free(a->node);
     jobs_assumed_release(&a->req);
     free(a);
+  }
+  HASH_ITER(hh, c->strs, sx, ts) {
+    HASH_DEL(c->strs, sx);
+    free(sx);
   }
   free((char *)c->o.redis_url);
   free((char *)c->o.redis_prefix);

@@ -51,13 +51,15 @@ enum cj_td {
 struct ctl;
 
 /* One GpuJob, by uid. Holds no pointer into informer stores (they change
- * under it); the decoded job is looked up by key when needed. */
+ * under it); the decoded job is looked up by key when needed. Kept small
+ * (one per queued job: bench/README.md, e2e): its names share one block,
+ * team, cohort and flavor point at interned strings (ctl_intern), the
+ * reason at a static string. */
 struct cjob {
-  char *uid;
-  char *key;   /* "namespace/name" */
-  char *ns, *name;
-  char team[254];
-  char cohort[254]; /* of its team when queued/admitted ("" = none) */
+  char *key;   /* "namespace/name"; the block ns, name and uid are in */
+  const char *ns, *name, *uid;
+  const char *team;   /* interned; "" until known */
+  const char *cohort; /* of its team when queued/admitted ("" = none) */
   enum cj_state state;
   enum cj_td td;
   int gone;          /* the GpuJob object was deleted */
@@ -73,7 +75,7 @@ struct cjob {
   int64_t eta_ms;    /* -1 unknown */
   int64_t position;  /* 1-based in its team, 0 when not queued */
   int has_adm;       /* counted in its team's use */
-  char flavor[GQ_FLAVOR_KEY_MAX]; /* ledger key of the admission */
+  const char *flavor; /* ledger key of the admission (interned) */
   char **nodes;      /* replicas entries while admitted (owned) */
   int creates_left;  /* pod creates in flight */
   enum gq_job_phase phase; /* the phase gpuq shows */
@@ -84,8 +86,8 @@ struct cjob {
   size_t n_pods;
   int64_t td_sent_ms; /* when pod deletions were last sent (real ms) */
   int64_t pass_ms;   /* real ms of the pass that admitted it */
-  char reason[64];
-  char *message;     /* owned */
+  const char *reason; /* static storage (status_set) */
+  const char *message; /* a reference to a shared string (gq_intern) */
   int status_inflight, status_again;
   int sq;             /* in a status write lane: 1 urgent, 2 background */
   struct cjob *snext; /* next in that lane */
@@ -179,8 +181,15 @@ struct cevent {
   struct cevent *next;
 };
 
+/* An interned string (ctl_intern). */
+struct cstr {
+  UT_hash_handle hh;
+  char s[];
+};
+
 struct ctl {
   uv_loop_t *loop;
+  struct cstr *strs;         /* interned team, cohort and flavor names */
   struct gq_ctl_opts o;
   struct gq_kclient *kc;
   struct gq_rq *rq;
@@ -233,6 +242,7 @@ struct ctl {
   int closing;               /* timers still closing at stop */
   int64_t tick_ms;           /* virtual ms of the last deadline tick */          /* real ms when a pod last freed resources */
   struct gq_metric *m_freed_to_create;
+  int64_t trim_ms;           /* mono ms of the last heap trim (ctl.c) */
   int tick_due;
 };
 
@@ -241,8 +251,16 @@ struct ctl {
 const char *ctl_meta_str(const json_t *o, const char *k);
 void ctl_schedule_pass(struct ctl *c);
 struct cjob *ctl_job(struct ctl *c, const char *uid);
+/* A new job record for (uid, ns, name), added to c->jobs. */
+struct cjob *ctl_job_new(struct ctl *c, const char *uid, const char *ns,
+                         const char *name);
+/* The stored GpuJob of cj (borrowed, valid until the informer's next
+ * change), or NULL when it is gone: ctl_job_obj() also returns an invalid
+ * one (j->invalid set), ctl_job_spec() only a valid one. */
+const struct gq_gpujob *ctl_job_obj(struct ctl *c, const struct cjob *cj);
 const struct gq_gpujob *ctl_job_spec(struct ctl *c, const struct cjob *cj);
-const json_t *ctl_job_json(struct ctl *c, const struct cjob *cj);
+/* Returns a copy of s that lives as long as c (equal strings share one). */
+const char *ctl_intern(struct ctl *c, const char *s);
 const struct gq_teamquota *ctl_quota(struct ctl *c, const char *team);
 struct cteam *ctl_team(struct ctl *c, const char *name);
 struct ccohort *ctl_cohort(struct ctl *c, const char *team_cohort,
@@ -333,6 +351,8 @@ void admit_free(struct ctl *c);
 void admit_unreserve(struct ctl *c, struct cjob *cj);
 
 /* status.c */
+/* Sets the reason (a string of static storage duration: cj keeps the
+ * pointer) and the formatted message gpuq shows for cj. */
 void status_set(struct cjob *cj, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void status_flush(struct ctl *c, struct cjob *cj);
@@ -347,7 +367,7 @@ void status_node(struct ctl *c, const json_t *obj, const struct gq_node *n);
 void status_free(struct ctl *c);
 void status_forget(struct ctl *c, struct cjob *cj);
 void status_drop_events(struct ctl *c);
-void status_finalizer(struct ctl *c, struct cjob *cj, const json_t *obj,
-                      int add);
+void status_finalizer(struct ctl *c, struct cjob *cj,
+                      const struct gq_gpujob *j, int add);
 
 #endif

@@ -101,7 +101,7 @@ void jobs_queue_add(struct ctl *c, struct cjob *cj)
   cj->t = t;
   cj->qprio = cj->priority;
   cj->state = CJ_QUEUED;
-  snprintf(cj->cohort, sizeof(cj->cohort), "%s", t->cohort);
+  cj->cohort = ctl_intern(c, t->cohort);
   qj = (struct gq_qjob){cj->uid, cj->team, cj->ns, cj->name, cj->cohort,
                         cj->priority, cj->queued_ms};
   ctl_write_begin(c);
@@ -199,11 +199,8 @@ void jobs_forget(struct ctl *c, struct cjob *cj)
   for (size_t i = 0; i < cj->n_pods; i++)
     free(cj->pods[i]);
   free(cj->pods);
-  free(cj->message);
-  free(cj->uid);
+  gq_intern_release(cj->message);
   free(cj->key);
-  free(cj->ns);
-  free(cj->name);
   free(cj);
 }
 
@@ -245,13 +242,7 @@ void jobs_pod_seen(struct ctl *c, const json_t *pod, int present)
   if (!cj) {
     if (!present || !job)
       return;
-    cj = gq_xcalloc(1, sizeof(*cj));
-    cj->uid = gq_xstrdup(uid);
-    cj->ns = gq_xstrdup(ns);
-    cj->name = gq_xstrdup(job);
-    cj->key = gq_xasprintf("%s/%s", ns, job);
-    cj->eta_ms = cj->expected_s = -1;
-    HASH_ADD_KEYPTR(hh, c->jobs, cj->uid, strlen(cj->uid), cj);
+    cj = ctl_job_new(c, uid, ns, job);
   }
   snprintf(key, sizeof(key), "%s/%s", ns, name);
   disrupt_pod_seen(c, cj, pod);
@@ -751,21 +742,16 @@ void jobs_create_pods(struct ctl *c, struct cjob *cj)
 static int resume_creates(struct ctl *c, struct cjob *cj,
                           const struct gq_gpujob *j)
 {
-  const json_t *nodes =
-      json_object_get(json_object_get(j->json, "status"), "nodes");
   char name[GQ_POD_NAME_MAX + 1], key[600];
 
-  if ((int32_t)json_array_size(nodes) != j->replicas)
+  if ((j->status.bad & GQ_ST_NODES) ||
+      (int32_t)j->status.n_nodes != j->replicas)
     return -1;
-  for (int32_t r = 0; r < j->replicas; r++)
-    if (!json_is_string(json_array_get(nodes, (size_t)r)))
-      return -1;
   free_nodes(cj);
   cj->replicas = j->replicas;
   cj->nodes = gq_xcalloc((size_t)j->replicas, sizeof(*cj->nodes));
   for (int32_t r = 0; r < j->replicas; r++)
-    cj->nodes[r] = gq_xstrdup(json_string_value(json_array_get(nodes,
-                                                               (size_t)r)));
+    cj->nodes[r] = gq_xstrdup(j->status.nodes[r]);
   cj->pass_ms = gq_clock_mono_ms();
   jobs_assume(c, cj, j);
   for (int32_t r = 0; r < j->replicas; r++) { /* those seen are counted */
@@ -826,14 +812,13 @@ static void adopt(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
     const struct gq_teamquota *q = ctl_quota(c, j->team);
 
     cj->state = CJ_ACTIVE;
-    snprintf(cj->flavor, sizeof(cj->flavor), "%s", pc.flavor ? pc.flavor : "");
+    cj->flavor = ctl_intern(c, pc.flavor ? pc.flavor : "");
     cj->running = pc.running > 0 && pc.running + pc.succeeded == j->replicas;
     /* it holds an admission: count it in its team's use, so that quota
      * holds after a restart, the rebuild writes it to the ledger and its
      * end releases it (refresh() runs after this, too late for that) */
-    snprintf(cj->team, sizeof(cj->team), "%s", j->team);
-    snprintf(cj->cohort, sizeof(cj->cohort), "%s",
-             q && q->cohort ? q->cohort : "");
+    cj->team = ctl_intern(c, j->team);
+    cj->cohort = ctl_intern(c, q && q->cohort ? q->cohort : "");
     cj->gpus = j->gpus;
     jobs_use(c, cj, 1);
     if (j->status.phase == GQ_PHASE_ADMITTED && pc.present < j->replicas &&
@@ -851,7 +836,7 @@ static void refresh(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
 {
   const struct gq_teamquota *q;
 
-  snprintf(cj->team, sizeof(cj->team), "%s", j->team);
+  cj->team = ctl_intern(c, j->team);
   cj->gpus = j->gpus;
   cj->replicas = j->replicas;
   cj->expected_s = j->expected_duration_s;
@@ -866,25 +851,8 @@ static void refresh(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
   }
   q = ctl_quota(c, cj->team);
   if (q && cj->state != CJ_QUEUED && !cj->has_adm)
-    snprintf(cj->cohort, sizeof(cj->cohort), "%s", q->cohort ? q->cohort : "");
-  if (cj->shape == 0) {
-    /* placement looks at: resource, counts, products, memory, template
-     * spec (selectors, affinity, tolerations, requests) */
-    const json_t *sp = json_object_get(j->json, "spec");
-    json_t *k = json_pack("{s:O?,s:O?,s:O?,s:O?}", "gpu",
-                          json_object_get(sp, "gpu"), "r",
-                          json_object_get(sp, "replicas"), "g",
-                          json_object_get(sp, "gpusPerReplica"), "t",
-                          json_object_get(sp, "template"));
-    char *ks = json_dumps(k, JSON_SORT_KEYS | JSON_COMPACT);
-    unsigned hv = 0;
-
-    if (ks)
-      HASH_VALUE(ks, strlen(ks), hv);
-    cj->shape = hv ? hv : 1;
-    free(ks);
-    json_decref(k);
-  }
+    cj->cohort = ctl_intern(c, q->cohort ? q->cohort : "");
+  cj->shape = j->shape; /* what placement looks at (gq_gpujob_decode) */
 }
 
 static void list_teams(struct ctl *c, char *buf, size_t len)
@@ -983,15 +951,12 @@ static void reconcile_active(struct ctl *c, struct cjob *cj,
 
 void jobs_reconcile(struct ctl *c, struct cjob *cj)
 {
-  const json_t *obj = ctl_job_json(c, cj);
-  const struct gq_gpujob *j = obj ? gq_informer_typed(c->inf_jobs, cj->key)
-                                  : NULL;
+  const struct gq_gpujob *obj = ctl_job_obj(c, cj);
+  const struct gq_gpujob *j = obj && !obj->invalid ? obj : NULL;
   const struct gq_teamquota *q;
   char err[GQ_DEC_MSG_MAX], teams[512];
 
-  if (!obj || (j && j->meta.deletion_ms) ||
-      (!j && json_object_get(json_object_get(obj, "metadata"),
-                             "deletionTimestamp"))) {
+  if (!obj || obj->meta.deletion_ms) {
     /* being deleted, or gone: its pods go, then its GPUs and its keys */
     jobs_queue_del(c, cj);
     if (holding(c, cj) > 0 || cj->creates_left > 0) {
@@ -1022,18 +987,12 @@ void jobs_reconcile(struct ctl *c, struct cjob *cj)
     adopt(c, cj, j);
   }
   if (!j) { /* invalid: Failed with the decoder's message (never dropped) */
-    struct gq_gpujob tmp;
-
     if (cj->state == CJ_DONE)
       return;
-    if (gq_gpujob_decode(obj, &tmp, err, sizeof(err)) == 0) {
-      gq_gpujob_release(&tmp); /* decodes now: the informer will update */
-      return;
-    }
     cj->state = CJ_DONE;
     cj->phase = GQ_PHASE_FAILED;
-    status_set(cj, "InvalidSpec", "%s", err);
-    status_event(c, cj, "Warning", "InvalidSpec", "%s", err);
+    status_set(cj, "InvalidSpec", "%s", obj->invalid);
+    status_event(c, cj, "Warning", "InvalidSpec", "%s", obj->invalid);
     status_flush(c, cj);
     return;
   }

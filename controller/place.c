@@ -10,7 +10,7 @@
 
 void gq_place_replica_request(const struct gq_gpujob *j, struct gq_podsched *out)
 {
-  const struct gq_podsched *t = &j->sched;
+  const struct gq_podsched *t = j->sched;
   size_t k = 0;
 
   *out = *t;

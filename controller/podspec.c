@@ -153,11 +153,15 @@ json_t *gq_podspec_pod(const struct gq_gpujob *j, int64_t attempt,
                      int32_t replica, const struct gq_node *node,
                      const char *resume_from)
 {
-  const json_t *tmeta = json_object_get(j->template, "metadata");
-  json_t *pod = json_object(), *meta, *labels, *spec, *containers, *c;
+  json_t *tmpl = gq_gpujob_template_json(j), *tmeta, *pod, *meta, *labels,
+         *spec, *containers, *c;
   char name[GQ_POD_NAME_MAX + 1], svc[64], buf[320];
   size_t i;
 
+  if (!tmpl)
+    return NULL;
+  tmeta = json_object_get(tmpl, "metadata");
+  pod = json_object();
   gq_podspec_pod_name(j, attempt, replica, name, sizeof(name));
   json_object_set_new(pod, "apiVersion", json_string("v1"));
   json_object_set_new(pod, "kind", json_string("Pod"));
@@ -165,11 +169,10 @@ json_t *gq_podspec_pod(const struct gq_gpujob *j, int64_t attempt,
   json_object_set_new(meta, "name", json_string(name));
   json_object_set_new(meta, "namespace", json_string(j->meta.ns));
   labels = json_object_get(tmeta, "labels");
-  labels = json_is_object(labels) ? json_deep_copy(labels) : json_object();
+  labels = json_is_object(labels) ? json_incref(labels) : json_object();
   json_object_set_new(meta, "labels", labels);
   if (json_is_object(json_object_get(tmeta, "annotations")))
-    json_object_set_new(meta, "annotations",
-                        json_deep_copy(json_object_get(tmeta, "annotations")));
+    json_object_set(meta, "annotations", json_object_get(tmeta, "annotations"));
   json_object_set_new(labels, GQ_LBL_JOB, json_string(j->meta.name));
   json_object_set_new(labels, GQ_LBL_JOB_UID, json_string(j->meta.uid));
   json_object_set_new(labels, GQ_LBL_TEAM, json_string(j->team));
@@ -179,8 +182,9 @@ json_t *gq_podspec_pod(const struct gq_gpujob *j, int64_t attempt,
   json_object_set_new(labels, GQ_LBL_REPLICA, json_string(buf));
   json_object_set_new(meta, "ownerReferences", owner_refs(j));
 
-  spec = json_deep_copy(json_object_get(j->template, "spec"));
-  json_object_set_new(pod, "spec", spec);
+  spec = json_object_get(tmpl, "spec"); /* the decoder requires an object */
+  json_object_set(pod, "spec", spec);
+  json_decref(tmpl); /* the pod holds what it took of the parsed copy */
   if (!json_object_get(spec, "restartPolicy"))
     json_object_set_new(spec, "restartPolicy", json_string("Never"));
   if (j->priority_class)

@@ -45,7 +45,8 @@ void gq_podspec_pod_name(const struct gq_gpujob *j, int64_t attempt, int32_t rep
 void gq_podspec_service_name(const struct gq_gpujob *j, char *buf, size_t len);
 
 /* Builds replica 'replica' of attempt 'attempt' of job j, pinned to node
- * 'node' (borrowed, read only during the call). From j->template it keeps
+ * 'node' (borrowed, read only during the call). From j's template
+ * (gq_gpujob_template_json(), parsed anew for each pod) it keeps
  * metadata labels and annotations and the whole pod spec, then sets
  * (DESIGN §3):
  *   - metadata name (gq_podspec_pod_name), namespace, labels GQ_LBL_JOB, _JOB_UID,
@@ -76,7 +77,9 @@ void gq_podspec_service_name(const struct gq_gpujob *j, char *buf, size_t len);
  *     = checkpoint.gracePeriodSeconds (replacing the template's), and
  *     terminationMessagePolicy File on every container, so that the
  *     "checkpoint=<location>" line written to /dev/termination-log after
- *     SIGTERM reaches the pod's status. */
+ *     SIGTERM reaches the pod's status.
+ * Returns the new pod (the caller decrefs it), or NULL for a job without a
+ * template (gq_gpujob_decode_invalid()). */
 json_t *gq_podspec_pod(const struct gq_gpujob *j, int64_t attempt,
                      int32_t replica, const struct gq_node *node,
                      const char *resume_from);

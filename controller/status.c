@@ -1,12 +1,14 @@
 /* controller/status.c - what gpuq tells users: GpuJob status (the status
  * subresource), events, TeamQuota status, and the gauges of /metrics.
  *
- * Writes are coalesced: the status gpuq wants is compared with the one the
- * informer last saw, and only the fields that differ are sent as a JSON
- * merge patch (RFC 7386); one write per job is in flight at a time, and a
- * change made meanwhile is sent when it returns. Queue positions of the
- * first GQ_CTL_POSITIONS_NOW jobs of each team are kept current at every
- * pass; the rest are refreshed by a bounded background sweep.
+ * Writes are coalesced: the status gpuq wants is compared field by field
+ * with the one the informer last saw (read back into struct
+ * gq_gpujob_status: the cache keeps no JSON), and only the fields that
+ * differ are sent as a JSON merge patch (RFC 7386); one write per job is
+ * in flight at a time, and a change made meanwhile is sent when it
+ * returns. Queue positions of the first GQ_CTL_POSITIONS_NOW jobs of each
+ * team are kept current at every pass; the rest are refreshed by a bounded
+ * background sweep.
  */
 #include "controller/ctl_int.h"
 
@@ -35,10 +37,10 @@ void status_set(struct cjob *cj, const char *reason, const char *fmt, ...)
   va_start(ap, fmt);
   vsnprintf(buf, sizeof(buf), fmt, ap);
   va_end(ap);
-  snprintf(cj->reason, sizeof(cj->reason), "%s", reason);
+  cj->reason = reason;
   if (!cj->message || strcmp(cj->message, buf)) {
-    free(cj->message);
-    cj->message = gq_xstrdup(buf);
+    gq_intern_release(cj->message);
+    cj->message = gq_intern(buf); /* queued jobs' messages repeat */
   }
 }
 
@@ -49,6 +51,197 @@ static json_t *time_json(int64_t ms)
   if (ms <= 0 || gq_time_format(ms, buf, sizeof(buf)) < 0)
     return json_null();
   return json_string(buf);
+}
+
+/* A time as gpuq writes it, or NULL (absent) for ms <= 0. */
+static json_t *opt_time(int64_t ms)
+{
+  return ms > 0 ? time_json(ms) : NULL;
+}
+
+/* Equal as metav1.Time writes them (whole seconds). */
+static int time_same(int64_t a, int64_t b)
+{
+  return a > 0 && b > 0 ? a / 1000 == b / 1000 : a <= 0 && b <= 0;
+}
+
+/* Adds key to patch when the status read back (st) differs from want
+ * (taken; NULL: the field should be absent). 'same' says whether the value
+ * read back equals want, when the field is there in a readable form. */
+static void field(json_t *patch, const struct gq_gpujob_status *st,
+                  unsigned bit, const char *key, json_t *want, int same)
+{
+  int has = (st->has & bit) != 0;
+
+  if (!want) {
+    if (has)
+      json_object_set_new(patch, key, json_null());
+  } else if (!has || (st->bad & bit) || !same) {
+    json_object_set_new(patch, key, want);
+  } else {
+    json_decref(want);
+  }
+}
+
+static void time_field(json_t *patch, const struct gq_gpujob_status *st,
+                       unsigned bit, const char *key, int64_t want,
+                       int64_t cur)
+{
+  field(patch, st, bit, key, opt_time(want), time_same(want, cur));
+}
+
+static int str_same(const char *a, const char *b)
+{
+  return a && b && !strcmp(a, b);
+}
+
+/* One metav1.Condition gpuq wants. */
+struct cond {
+  const char *type, *status, *reason, *message;
+  int64_t transition_ms;
+};
+
+/* Fills the condition 'type' with its lastTransitionTime kept when the
+ * status read back has it with the same status (Kubernetes API
+ * conventions: conditions). */
+static void job_condition(struct cond *w, const struct gq_gpujob_status *st,
+                          const char *type, int on, const char *reason,
+                          const char *msg)
+{
+  const struct gq_gpujob_cond *old = NULL;
+
+  for (size_t i = 0; i < st->n_conds; i++)
+    if (str_same(st->conds[i].type, type))
+      old = &st->conds[i];
+  w->type = type;
+  w->status = on ? "True" : "False";
+  w->reason = reason;
+  w->message = msg;
+  w->transition_ms = old && str_same(old->status, w->status)
+                         ? old->transition_ms
+                         : gq_clock_now_ms();
+}
+
+static void conditions_field(json_t *patch, const struct gq_gpujob_status *st,
+                             const struct cond *w, size_t n, int64_t gen)
+{
+  int same = st->n_conds == n;
+  json_t *list;
+
+  for (size_t i = 0; same && i < n; i++) {
+    const struct gq_gpujob_cond *o = &st->conds[i];
+
+    same = str_same(o->type, w[i].type) && str_same(o->status, w[i].status) &&
+           str_same(o->reason, w[i].reason) &&
+           str_same(o->message, w[i].message) &&
+           time_same(o->transition_ms, w[i].transition_ms) &&
+           o->observed_generation == gen;
+  }
+  if (same && (st->has & GQ_ST_CONDITIONS) && !(st->bad & GQ_ST_CONDITIONS))
+    return;
+  list = json_array();
+  for (size_t i = 0; i < n; i++) {
+    json_t *c = json_pack("{s:s,s:s,s:s,s:s,s:I}", "type", w[i].type,
+                          "status", w[i].status, "reason", w[i].reason,
+                          "message", w[i].message, "observedGeneration",
+                          (json_int_t)gen);
+    json_t *t = opt_time(w[i].transition_ms);
+
+    if (t)
+      json_object_set_new(c, "lastTransitionTime", t);
+    json_array_append_new(list, c);
+  }
+  json_object_set_new(patch, "conditions", list);
+}
+
+/* The status merge patch (top-level fields) that turns the status read
+ * back from j into the one gpuq wants for cj: field by field, only what
+ * differs. */
+static json_t *status_patch(const struct cjob *cj, const struct gq_gpujob *j)
+{
+  const struct gq_gpujob_status *st = &j->status;
+  json_t *p = json_object(), *nodes;
+  const char *ph = gq_job_phase_name(cj->phase);
+  const char *msg = cj->message ? cj->message : "";
+  int64_t gen = j->meta.generation, attempts;
+  int admitted = cj->phase == GQ_PHASE_ADMITTED ||
+                 cj->phase == GQ_PHASE_RUNNING ||
+                 cj->phase == GQ_PHASE_PREEMPTING;
+  int final = gq_job_phase_final(cj->phase);
+  struct cond w[5];
+
+  field(p, st, GQ_ST_PHASE, "phase", *ph ? json_string(ph) : NULL,
+        st->phase == cj->phase);
+  field(p, st, GQ_ST_REASON, "reason", json_string(cj->reason),
+        str_same(st->reason, cj->reason));
+  field(p, st, GQ_ST_MESSAGE, "message", json_string(msg),
+        str_same(st->message, msg));
+  field(p, st, GQ_ST_GPUS, "gpus", json_integer(cj->gpus),
+        st->gpus == cj->gpus);
+  field(p, st, GQ_ST_POSITION, "queuePosition",
+        cj->position > 0 ? json_integer(cj->position) : NULL,
+        st->position == cj->position);
+  time_field(p, st, GQ_ST_ETA, "estimatedStartTime",
+             cj->phase == GQ_PHASE_QUEUED ? cj->eta_ms : 0, st->eta_ms);
+  time_field(p, st, GQ_ST_QUEUED, "queuedAt", cj->queued_ms, st->queued_ms);
+  time_field(p, st, GQ_ST_ADMITTED, "admittedAt", cj->admitted_ms,
+             st->admitted_ms);
+  time_field(p, st, GQ_ST_START, "startTime", cj->first_start_ms,
+             st->start_ms);
+  time_field(p, st, GQ_ST_COMPLETION, "completionTime",
+             final ? cj->completion_ms : 0, st->completion_ms);
+  if (admitted && cj->nodes) {
+    int same = (int32_t)st->n_nodes == cj->replicas;
+
+    nodes = json_array();
+    for (int32_t i = 0; i < cj->replicas; i++) {
+      json_array_append_new(nodes, json_string(cj->nodes[i]));
+      same = same && !strcmp(st->nodes[i], cj->nodes[i]);
+    }
+    field(p, st, GQ_ST_NODES, "nodes", nodes, same);
+  } else if (!admitted) {
+    field(p, st, GQ_ST_NODES, "nodes", NULL, 1);
+  }
+  /* an attempt is published once its pods exist: while its admission or
+   * its pod creates are in flight, a controller restarted meanwhile must
+   * admit that same attempt again (same pod names, so a create still in
+   * flight gets 409) rather than start a second pod generation */
+  attempts = cj->attempt - (cj->state == CJ_ADMITTING || cj->creates_left > 0);
+  field(p, st, GQ_ST_ATTEMPTS, "attempts", json_integer(attempts),
+        st->attempts == attempts);
+  field(p, st, GQ_ST_FAILURES, "failedAttempts", json_integer(cj->failures),
+        st->failures == cj->failures);
+  field(p, st, GQ_ST_PREEMPTIONS, "preemptions",
+        json_integer(cj->preemptions), st->preemptions == cj->preemptions);
+  field(p, st, GQ_ST_GENERATION, "observedGeneration", json_integer(gen),
+        st->observed_generation == gen);
+  job_condition(&w[0], st, "Admitted", admitted || cj->running,
+                admitted ? "Admitted" : cj->reason[0] ? cj->reason : "Pending",
+                admitted ? "the job holds its GPUs" : "the job holds no GPUs");
+  job_condition(&w[1], st, "Running", cj->running,
+                cj->running ? "Running" : "NotRunning",
+                cj->running ? "every replica is running"
+                            : "not every replica is running");
+  if (cj->ckpt) {
+    field(p, st, GQ_ST_CHECKPOINT, "lastCheckpoint",
+          json_pack("{s:s,s:o}", "location", cj->ckpt, "time",
+                    time_json(cj->ckpt_ms)),
+          str_same(st->checkpoint, cj->ckpt) &&
+              time_same(st->checkpoint_ms, cj->ckpt_ms));
+  }
+  job_condition(&w[2], st, "Preempted", cj->preempted,
+                !cj->preempted ? "NotPreempted"
+                : *cj->cause   ? cj->cause
+                               : "Disrupted",
+                cj->preempted && cj->cause_msg ? cj->cause_msg : "");
+  job_condition(&w[3], st, "Checkpointed", cj->ckpt != NULL,
+                cj->ckpt ? "Checkpointed" : "NoCheckpoint",
+                cj->ckpt ? cj->ckpt : "no checkpoint written yet");
+  job_condition(&w[4], st, "Finished", final,
+                final ? cj->reason : "NotFinished",
+                final && cj->message ? cj->message : "");
+  conditions_field(p, st, w, 5, gen);
+  return p;
 }
 
 /* One metav1.Condition, keeping its lastTransitionTime when its status is
@@ -77,78 +270,6 @@ static void condition(json_t *list, const json_t *cur, const char *type,
     json_object_set_new(cnd, "lastTransitionTime",
                         time_json(gq_clock_now_ms()));
   json_array_append_new(list, cnd);
-}
-
-static json_t *desired(const struct cjob *cj, const json_t *obj)
-{
-  const json_t *cur = json_object_get(obj, "status");
-  const json_t *curc = json_object_get(cur, "conditions");
-  int64_t gen = json_integer_value(
-      json_object_get(json_object_get(obj, "metadata"), "generation"));
-  json_t *s = json_object(), *nodes, *conds = json_array();
-  const char *ph = gq_job_phase_name(cj->phase);
-  int admitted = cj->phase == GQ_PHASE_ADMITTED ||
-                 cj->phase == GQ_PHASE_RUNNING ||
-                 cj->phase == GQ_PHASE_PREEMPTING;
-
-  json_object_set_new(s, "phase", *ph ? json_string(ph) : json_null());
-  json_object_set_new(s, "reason", json_string(cj->reason));
-  json_object_set_new(s, "message", json_string(cj->message ? cj->message : ""));
-  json_object_set_new(s, "gpus", json_integer(cj->gpus));
-  json_object_set_new(s, "queuePosition", cj->position > 0
-                                              ? json_integer(cj->position)
-                                              : json_null());
-  json_object_set_new(s, "estimatedStartTime",
-                      cj->phase == GQ_PHASE_QUEUED ? time_json(cj->eta_ms)
-                                                   : json_null());
-  json_object_set_new(s, "queuedAt", time_json(cj->queued_ms));
-  json_object_set_new(s, "admittedAt", time_json(cj->admitted_ms));
-  json_object_set_new(s, "startTime", time_json(cj->first_start_ms));
-  json_object_set_new(s, "completionTime",
-                      gq_job_phase_final(cj->phase) ? time_json(cj->completion_ms)
-                                                    : json_null());
-  if (admitted && cj->nodes) {
-    nodes = json_array();
-    for (int32_t i = 0; i < cj->replicas; i++)
-      json_array_append_new(nodes, json_string(cj->nodes[i]));
-    json_object_set_new(s, "nodes", nodes);
-  } else if (!admitted) {
-    json_object_set_new(s, "nodes", json_null());
-  }
-  /* an attempt is published once its pods exist: while its admission or
-   * its pod creates are in flight, a controller restarted meanwhile must
-   * admit that same attempt again (same pod names, so a create still in
-   * flight gets 409) rather than start a second pod generation */
-  json_object_set_new(s, "attempts",
-                      json_integer(cj->attempt -
-                                   (cj->state == CJ_ADMITTING ||
-                                    cj->creates_left > 0)));
-  json_object_set_new(s, "failedAttempts", json_integer(cj->failures));
-  json_object_set_new(s, "preemptions", json_integer(cj->preemptions));
-  json_object_set_new(s, "observedGeneration", json_integer(gen));
-  condition(conds, curc, "Admitted", admitted || cj->running,
-            admitted ? "Admitted" : cj->reason[0] ? cj->reason : "Pending",
-            admitted ? "the job holds its GPUs" : "the job holds no GPUs", gen);
-  condition(conds, curc, "Running", cj->running,
-            cj->running ? "Running" : "NotRunning",
-            cj->running ? "every replica is running" : "not every replica is running", gen);
-  if (cj->ckpt)
-    json_object_set_new(s, "lastCheckpoint",
-                        json_pack("{s:s,s:o}", "location", cj->ckpt, "time",
-                                  time_json(cj->ckpt_ms)));
-  condition(conds, curc, "Preempted", cj->preempted,
-            !cj->preempted ? "NotPreempted" : *cj->cause ? cj->cause
-                                                          : "Disrupted",
-            cj->preempted && cj->cause_msg ? cj->cause_msg : "", gen);
-  condition(conds, curc, "Checkpointed", cj->ckpt != NULL,
-            cj->ckpt ? "Checkpointed" : "NoCheckpoint",
-            cj->ckpt ? cj->ckpt : "no checkpoint written yet", gen);
-  condition(conds, curc, "Finished", gq_job_phase_final(cj->phase),
-            gq_job_phase_final(cj->phase) ? cj->reason : "NotFinished",
-            gq_job_phase_final(cj->phase) && cj->message ? cj->message : "",
-            gen);
-  json_object_set_new(s, "conditions", conds);
-  return s;
 }
 
 /* The merge patch that turns cur into want (top-level fields). */
@@ -201,16 +322,14 @@ static void status_done(int rc, const struct gq_k8s_status *st,
 /* Sends cj's status difference now, if there is one. */
 static void send_status(struct ctl *c, struct cjob *cj)
 {
-  const json_t *obj = ctl_job_json(c, cj);
-  json_t *want, *patch, *body;
+  const struct gq_gpujob *j = ctl_job_obj(c, cj);
+  json_t *patch, *body;
   struct status_ctx *x;
   char path[700];
 
-  if (!obj)
+  if (!j)
     return;
-  want = desired(cj, obj);
-  patch = diff(json_object_get(obj, "status"), want);
-  json_decref(want);
+  patch = status_patch(cj, j);
   if (json_object_size(patch) == 0) {
     json_decref(patch);
     return;
@@ -332,13 +451,18 @@ static void send_event(struct ctl *c)
 {
   struct cevent *e = c->ev_head;
   struct cjob *cj = ctl_job(c, e->uid);
-  const json_t *obj = cj ? ctl_job_json(c, cj) : NULL;
+  const struct gq_gpujob *j = cj ? ctl_job_obj(c, cj) : NULL;
 
   c->ev_head = e->next;
   if (!c->ev_head)
     c->ev_tail = NULL;
   c->ev_n--;
-  if (obj) {
+  if (j) { /* involvedObject: the fields gq_kclient_event reads */
+    json_t *obj = json_pack("{s:s,s:s,s:{s:s,s:s,s:s}}", "apiVersion",
+                            GQ_API_VERSION, "kind", "GpuJob", "metadata",
+                            "name", j->meta.name, "namespace", j->meta.ns,
+                            "uid", j->meta.uid);
+
     c->ev_inflight++;
     ctl_write_begin(c);
     if (gq_kclient_event(c->kc, obj, e->type, e->reason, e->msg,
@@ -346,6 +470,7 @@ static void send_event(struct ctl *c)
       ctl_write_end(c);
       c->ev_inflight--;
     }
+    json_decref(obj);
   }
   free_event(e);
 }
@@ -409,33 +534,33 @@ static void fin_done(int rc, const struct gq_k8s_status *st, const json_t *obj,
     ctl_api_error(c, "patch", "gpujob finalizers", rc, st);
 }
 
-void status_finalizer(struct ctl *c, struct cjob *cj, const json_t *obj,
-                      int add)
+void status_finalizer(struct ctl *c, struct cjob *cj,
+                      const struct gq_gpujob *j, int add)
 {
-  const json_t *fin =
-      json_object_get(json_object_get(obj, "metadata"), "finalizers");
-  json_t *list = json_array(), *patch, *e;
-  size_t i;
+  json_t *fin = j->finalizers ? json_array() : NULL, *list = json_array(),
+         *patch;
   int has = 0;
   char path[700];
 
-  json_array_foreach(fin, i, e) {
-    if (!strcmp(json_string_value(e) ?: "", GQ_FINALIZER))
+  for (size_t i = 0; i < j->n_finalizers; i++) {
+    json_array_append_new(fin, json_string(j->finalizers[i]));
+    if (!strcmp(j->finalizers[i], GQ_FINALIZER))
       has = 1;
     else
-      json_array_append(list, e);
+      json_array_append_new(list, json_string(j->finalizers[i]));
   }
   if (has == add || !ctl_acting(c)) {
     json_decref(list);
+    json_decref(fin);
     return;
   }
   if (add)
     json_array_append_new(list, json_string(GQ_FINALIZER));
   /* test the list we read, so that a concurrent change is not lost (the
    * server answers 422/409 and the next reconcile tries again) */
-  patch = json_pack("[{s:s,s:s,s:O},{s:s,s:s,s:o}]", "op", "test", "path",
+  patch = json_pack("[{s:s,s:s,s:o},{s:s,s:s,s:o}]", "op", "test", "path",
                     "/metadata/finalizers", "value",
-                    fin ? (json_t *)fin : json_null(), "op",
+                    fin ? json_incref(fin) : json_null(), "op",
                     fin ? "replace" : "add", "path", "/metadata/finalizers",
                     "value", list);
   if (!fin) /* no list yet: a test of a missing member would fail */
@@ -446,6 +571,7 @@ void status_finalizer(struct ctl *c, struct cjob *cj, const json_t *obj,
   if (gq_kclient_patch(c->kc, path, "json", patch, fin_done, c) != 0)
     ctl_write_end(c);
   json_decref(patch);
+  json_decref(fin);
 }
 
 /* ---- queue positions -------------------------------------------------- */

@@ -21,6 +21,7 @@
 
 #include "api/client.h"
 #include "api/informer.h"
+#include "base/alloc.h"
 #include "api/leader.h"
 #include "base/clock.h"
 #include "base/err.h"
@@ -328,29 +329,68 @@ static void inf_synced(void *arg)
   ((struct seen *)arg)->synced = 1;
 }
 
-static void test_informer_resume_and_relist(void **state)
+/* The typed form of the typed_only run: the name, except for names
+ * starting with "json-", which the hook rejects (their JSON is kept). */
+static void *inf_decode(const json_t *obj, char *err, size_t len)
+{
+  const char *n = json_string_value(
+      json_object_get(json_object_get(obj, "metadata"), "name"));
+
+  if (!n || !strncmp(n, "json-", 5)) {
+    snprintf(err, len, "rejected");
+    return NULL;
+  }
+  return gq_xstrdup(n);
+}
+
+/* Creates namespace <p><name>. */
+static void make_ns(struct gq_kclient *c, const char *p, const char *name)
+{
+  char body[128];
+
+  snprintf(body, sizeof(body), "{\"metadata\":{\"name\":\"%s%s\"}}", p, name);
+  json_decref(call(c, "POST", "/api/v1/namespaces", json_loads(body, 0, NULL),
+                   0));
+}
+
+/* Waits until s->last_del is want (or 30 s). */
+static void wait_del(struct seen *s, const char *want)
+{
+  int got = 0;
+
+  for (int t = 0; t < 1500 && !got; t++) {
+    got = !strcmp(s->last_del, want);
+    if (!got)
+      run_until(&got, 20);
+  }
+  assert_string_equal(s->last_del, want);
+}
+
+/* An informer over namespaces named p*: resumes after the sim closes its
+ * watches, relists after a 410 and reports the delete it missed. With
+ * typed_only it stores the typed form alone (the JSON only for an object
+ * the hook rejects) and a missed delete reaches the handler as a stub
+ * naming the object. */
+static void informer_resume_and_relist(const char *p, int typed_only)
 {
   struct gq_kubeconfig cfg;
   struct gq_kclient *c = client_for(sim.kubeconfig, &cfg, NULL);
-  struct gq_informer_handlers h = {inf_add, NULL, inf_del, inf_synced, NULL,
-                                   NULL};
-  struct gq_informer_opts o = {"/api/v1/namespaces", NULL, NULL, 300};
+  struct gq_informer_handlers h = {inf_add, NULL, inf_del, inf_synced,
+                                   typed_only ? inf_decode : NULL,
+                                   typed_only ? free : NULL};
+  struct gq_informer_opts o = {"/api/v1/namespaces", NULL, NULL, 300,
+                               typed_only};
   struct seen s = {0};
   struct gq_informer *inf = gq_informer_start(c, &o, &h, &s);
+  char name[64];
   int added;
 
-  (void)state;
-  json_decref(call(c, "POST", "/api/v1/namespaces",
-                   json_loads("{\"metadata\":{\"name\":\"gone-1\"}}", 0, NULL),
-                   0));
+  make_ns(c, p, "gone-1");
   assert_true(run_until(&s.synced, 30000));
   added = s.adds;
   /* The sim closes every watch: the informer resumes without a relist. */
   sim_post("/sim/v1/close-watches", "{}");
-  json_decref(call(c, "POST", "/api/v1/namespaces",
-                   json_loads("{\"metadata\":{\"name\":\"after-close\"}}", 0,
-                              NULL),
-                   0));
+  make_ns(c, p, "after-close");
   {
     int want = added + 1, got = 0;
 
@@ -369,47 +409,72 @@ static void test_informer_resume_and_relist(void **state)
   sim_post("/sim/v1/faults", "{\"verb\":\"watch\",\"resource\":\"namespaces\","
                              "\"status\":500,\"count\":-1}");
   sim_post("/sim/v1/close-watches", "{}");
-  json_decref(call(c, "DELETE", "/api/v1/namespaces/gone-1", NULL, 0));
+  snprintf(name, sizeof(name), "/api/v1/namespaces/%sgone-1", p);
+  json_decref(call(c, "DELETE", name, NULL, 0));
   for (int i = 0; i < 6; i++) {
-    char body[100];
-
-    snprintf(body, sizeof(body), "{\"metadata\":{\"name\":\"churn-%d\"}}", i);
-    json_decref(call(c, "POST", "/api/v1/namespaces",
-                     json_loads(body, 0, NULL), 0));
+    snprintf(name, sizeof(name), "churn-%d", i);
+    make_ns(c, p, name);
   }
   sim_post("/sim/v1/faults", "DELETE");
-  {
-    int got = 0;
-
-    for (int t = 0; t < 1500 && !got; t++) {
-      got = !strcmp(s.last_del, "gone-1");
-      if (!got)
-        run_until(&got, 20);
-    }
-    assert_string_equal(s.last_del, "gone-1");
-  }
+  snprintf(name, sizeof(name), "%sgone-1", p);
+  wait_del(&s, name);
   assert_int_equal(gq_informer_lists(inf), 2);
-  assert_null(gq_informer_get(inf, "gone-1"));
-  assert_non_null(gq_informer_get(inf, "churn-5"));
+  assert_null(gq_informer_get(inf, name));
+  assert_null(gq_informer_typed(inf, name));
+  snprintf(name, sizeof(name), "%schurn-5", p);
+  if (typed_only) {
+    assert_null(gq_informer_get(inf, name));
+    assert_string_equal(gq_informer_typed(inf, name), name);
+  } else {
+    assert_non_null(gq_informer_get(inf, name));
+  }
   assert_true(gq_informer_synced(inf));
   {
     json_t *all = gq_informer_list(inf), *item;
     size_t i;
     int churn = 0;
 
-    assert_int_equal(json_array_size(all), gq_informer_size(inf));
+    if (!typed_only)
+      assert_int_equal(json_array_size(all), gq_informer_size(inf));
     json_array_foreach(all, i, item) {
       const char *n = json_string_value(
           json_object_get(json_object_get(item, "metadata"), "name"));
 
-      assert_string_not_equal(n, "gone-1");
-      churn += strncmp(n, "churn-", 6) == 0;
+      assert_false(typed_only && strncmp(n, "json-", 5));
+      churn += strncmp(n, p, strlen(p)) == 0 &&
+               strncmp(n + strlen(p), "churn-", 6) == 0;
     }
-    assert_int_equal(churn, 6);
+    assert_int_equal(churn, typed_only ? 0 : 6);
     json_decref(all);
+  }
+  if (typed_only) { /* a rejected object keeps its JSON, and goes */
+    make_ns(c, "json-", p);
+    snprintf(name, sizeof(name), "json-%s", p);
+    for (int t = 0; t < 1500 && !gq_informer_get(inf, name); t++) {
+      int never = 0;
+
+      run_until(&never, 20);
+    }
+    assert_non_null(gq_informer_get(inf, name));
+    assert_null(gq_informer_typed(inf, name));
+    snprintf(name, sizeof(name), "/api/v1/namespaces/json-%s", p);
+    json_decref(call(c, "DELETE", name, NULL, 0));
+    wait_del(&s, name + strlen("/api/v1/namespaces/"));
   }
   gq_informer_stop(inf);
   done_with(c, &cfg);
+}
+
+static void test_informer_resume_and_relist(void **state)
+{
+  (void)state;
+  informer_resume_and_relist("", 0);
+}
+
+static void test_informer_typed_only(void **state)
+{
+  (void)state;
+  informer_resume_and_relist("t-", 1);
 }
 
 /* DELETE with a uid precondition and grace period, and the eviction
@@ -620,6 +685,7 @@ int main(void)
       cmocka_unit_test(test_list_pagination),
       cmocka_unit_test(test_watch_bookmarks),
       cmocka_unit_test(test_informer_resume_and_relist),
+      cmocka_unit_test(test_informer_typed_only),
       cmocka_unit_test(test_delete_and_evict),
       cmocka_unit_test(test_conflict_and_retries),
       cmocka_unit_test(test_rate_limit),

@@ -85,8 +85,8 @@ static void test_example_llama_fields(void **state)
   assert_int_equal(j.backoff_limit, 3);
   assert_true(j.preemptible);
   assert_false(j.suspend);
-  assert_true(j.sched.cpu_milli > 0);
-  assert_true(j.sched.n_tolerations >= 1);
+  assert_true(j.sched->cpu_milli > 0);
+  assert_true(j.sched->n_tolerations >= 1);
   assert_int_equal(j.status.phase, GQ_PHASE_NONE);
   gq_gpujob_release(&j);
   json_decref(obj);
@@ -118,7 +118,7 @@ static void test_job_defaults(void **state)
   assert_int_equal(j.active_deadline_s, -1);
   assert_int_equal(j.startup_timeout_s, -1);
   assert_int_equal(j.backoff_limit, 3);
-  assert_int_equal(j.sched.grace_s, 30);
+  assert_int_equal(j.sched->grace_s, 30);
   gq_gpujob_release(&j);
   json_decref(obj);
 }
