@@ -72,6 +72,21 @@ void gq_cli_cluster_release(struct gq_cli_cluster *cl)
   memset(cl, 0, sizeof(*cl));
 }
 
+void gq_cli_node_status(const struct gq_node *n, size_t leaving, char *buf,
+                        size_t len)
+{
+  static const char *const removal[] = {"ToBeDeletedByClusterAutoscaler",
+                                        "karpenter.sh/disrupted", NULL};
+  int removing = 0;
+
+  for (size_t t = 0; t < n->n_taints; t++)
+    for (size_t k = 0; removal[k]; k++)
+      removing |= !strcmp(n->taints[t].key, removal[k]);
+  snprintf(buf, len, "%s%s%s", n->ready ? "Ready" : "NotReady",
+           n->unschedulable ? ",SchedulingDisabled" : "",
+           (n->unschedulable || removing) && leaving ? ",Draining" : "");
+}
+
 size_t gq_cli_why_nodes(const struct gq_cli_cluster *cl,
                         const struct gq_gpujob *j,
                         const struct gq_teamquota *q, json_t *rows)

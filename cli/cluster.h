@@ -41,6 +41,16 @@ void gq_cli_cluster_init(struct gq_cli_cluster *cl, const json_t *nodes,
 
 void gq_cli_cluster_release(struct gq_cli_cluster *cl);
 
+/* Writes node n's STATUS for `kubectl gpuq nodes` into buf (len bytes):
+ * "Ready" or "NotReady", then ",SchedulingDisabled" when cordoned (as
+ * kubectl get nodes), then ",Draining" when the node is cordoned or carries
+ * a node-removal taint (ToBeDeletedByClusterAutoscaler,
+ * karpenter.sh/disrupted: the controller's --drain-taints default) while
+ * 'leaving' > 0 of its gpuq pods are being deleted or evicted (a cordon
+ * alone, or a drainPolicy Wait job still running, is not draining yet). */
+void gq_cli_node_status(const struct gq_node *n, size_t leaving, char *buf,
+                        size_t len);
+
 /* Why job j (team quota q, NULL when the team has none) cannot start one
  * replica on each node: appends to rows, per node in name order,
  *   {"node": N, "fits": bool, "reason": R, "message": M}

@@ -16,11 +16,6 @@
 #include <string.h>
 
 #define JOBS_PATH "/apis/" GQ_API_VERSION
-/* Taints that announce a node's removal (the controller's --drain-taints
- * default, docs/preemption.md). */
-static const char *const removal_taints[] = {
-    "ToBeDeletedByClusterAutoscaler", "karpenter.sh/disrupted", NULL};
-
 /* obj.k1.k2... (NULL-terminated keys); borrowed, NULL if absent. */
 static const json_t *jget(const json_t *obj, ...)
 {
@@ -79,11 +74,20 @@ static int waiting(const char *phase)
                     strcmp(phase, "Failed"));
 }
 
+/* The string member k of row, or "" (rows come from the API server, but a
+ * malformed object must not crash the plugin). */
+static const char *member(const json_t *row, const char *k)
+{
+  const char *v = jstr(jget(row, k, NULL));
+
+  return v ? v : "";
+}
+
+/* Team, then position (jobs without one last), then namespace and name. */
 static int cmp_queue(const void *a, const void *b)
 {
   const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
-  const char *tx = jstr(jget(x, "team", NULL)), *ty = jstr(jget(y, "team", NULL));
-  int c = strcmp(tx ? tx : "", ty ? ty : "");
+  int c = strcmp(member(x, "team"), member(y, "team"));
   json_int_t px, py;
 
   if (c)
@@ -91,40 +95,47 @@ static int cmp_queue(const void *a, const void *b)
   px = json_integer_value(jget(x, "position", NULL));
   py = json_integer_value(jget(y, "position", NULL));
   if ((px > 0) != (py > 0))
-    return px > 0 ? -1 : 1; /* jobs without a position last */
+    return px > 0 ? -1 : 1;
   if (px != py)
     return px < py ? -1 : 1;
-  c = strcmp(jstr(jget(x, "namespace", NULL)), jstr(jget(y, "namespace", NULL)));
-  return c ? c : strcmp(jstr(jget(x, "name", NULL)), jstr(jget(y, "name", NULL)));
+  c = strcmp(member(x, "namespace"), member(y, "namespace"));
+  return c ? c : strcmp(member(x, "name"), member(y, "name"));
 }
 
-/* One queue row of GpuJob j; now_ms for AGE and ETA. */
-static json_t *queue_row(const json_t *j, int64_t now_ms)
+json_t *gq_cli_queue_row(const json_t *job, int64_t now_ms)
 {
-  const json_t *st = jget(j, "status", NULL), *spec = jget(j, "spec", NULL);
+  const json_t *st = jget(job, "status", NULL);
+  const json_t *spec = jget(job, "spec", NULL);
+  const json_t *meta = jget(job, "metadata", NULL);
+  const char *phase = jstr(jget(st, "phase", NULL));
   int64_t eta = time_ms(jget(st, "estimatedStartTime", NULL));
   char age[32], etab[32];
   json_t *row;
 
-  gq_cli_age(now_ms, time_ms(jget(j, "metadata", "creationTimestamp", NULL)),
-             age, sizeof(age));
+  gq_cli_age(now_ms, time_ms(jget(meta, "creationTimestamp", NULL)), age,
+             sizeof(age));
   if (!eta)
     snprintf(etab, sizeof(etab), "-");
   else if (eta <= now_ms)
     snprintf(etab, sizeof(etab), "now");
   else
-    gq_cli_age(eta, now_ms, etab, sizeof(etab));
-  row = json_pack("{s:s?,s:s?,s:s?,s:O?,s:O?,s:s,s:O?,s:s,s:s?,s:s,s:s?,s:s?}",
-                  "namespace", jstr(jget(j, "metadata", "namespace", NULL)),
-                  "name", jstr(jget(j, "metadata", "name", NULL)), "team",
-                  jstr(jget(spec, "team", NULL)), "priority",
-                  jget(spec, "priority", NULL), "gpus", jget(st, "gpus", NULL),
-                  "phase", jstr(jget(st, "phase", NULL)) ? jstr(jget(st, "phase", NULL)) : "Pending",
-                  "position", jget(st, "queuePosition", NULL), "eta", etab,
-                  "estimatedStartTime", jstr(jget(st, "estimatedStartTime", NULL)),
-                  "age", age, "reason", jstr(jget(st, "reason", NULL)),
+    gq_cli_age(eta, now_ms, etab, sizeof(etab)); /* eta - now */
+  row = json_pack("{s:s?,s:s?,s:s?,s:O?,s:O?,s:s,s:O?,s:s,s:s?,s:s,s:s?,"
+                  "s:s?}",
+                  "namespace", jstr(jget(meta, "namespace", NULL)),
+                  "name", jstr(jget(meta, "name", NULL)),
+                  "team", jstr(jget(spec, "team", NULL)),
+                  "priority", jget(spec, "priority", NULL),
+                  "gpus", jget(st, "gpus", NULL),
+                  "phase", phase ? phase : "Pending",
+                  "position", jget(st, "queuePosition", NULL),
+                  "eta", etab,
+                  "estimatedStartTime",
+                  jstr(jget(st, "estimatedStartTime", NULL)),
+                  "age", age,
+                  "reason", jstr(jget(st, "reason", NULL)),
                   "message", jstr(jget(st, "message", NULL)));
-  if (!jget(row, "priority", NULL))
+  if (!jget(row, "priority", NULL)) /* spec.priority defaults to 0 */
     json_object_set_new(row, "priority", json_integer(0));
   return row;
 }
@@ -163,7 +174,7 @@ int gq_cli_queue(int argc, char **argv)
     if (!waiting(jstr(jget(it, "status", "phase", NULL))) ||
         (o.team && (!team || strcmp(team, o.team))))
       continue;
-    v[n++] = queue_row(it, now);
+    v[n++] = gq_cli_queue_row(it, now);
   }
   qsort(v, n, sizeof(*v), cmp_queue);
   rows = json_array();
@@ -235,14 +246,17 @@ int gq_cli_teams(int argc, char **argv)
       continue;
     }
     for (size_t k = 0; k < q.n_res; k++) {
-      const json_t *fs = flavor_status(it, q.res[k].flavor, q.res[k].resource);
+      const struct gq_quota_res *r = &q.res[k];
+      const json_t *fs = flavor_status(it, r->flavor, r->resource);
 
       json_array_append_new(rows, json_pack(
-          "{s:s,s:s?,s:s,s:s,s:I,s:O?,s:O?,s:O?,s:O?,s:O?}", "team",
-          q.meta.name, "cohort", q.cohort, "flavor", q.res[k].flavor,
-          "resource", q.res[k].resource, "nominal", (json_int_t)q.res[k].nominal,
-          "used", jget(fs, "used", NULL), "borrowed", jget(fs, "borrowed", NULL),
-          "lent", jget(fs, "lent", NULL), "pending", jget(fs, "pending", NULL),
+          "{s:s,s:s?,s:s,s:s,s:I,s:O?,s:O?,s:O?,s:O?,s:O?}",
+          "team", q.meta.name, "cohort", q.cohort, "flavor", r->flavor,
+          "resource", r->resource, "nominal", (json_int_t)r->nominal,
+          "used", jget(fs, "used", NULL),
+          "borrowed", jget(fs, "borrowed", NULL),
+          "lent", jget(fs, "lent", NULL),
+          "pending", jget(fs, "pending", NULL),
           "pendingJobs", jget(it, "status", "pendingJobs", NULL)));
     }
     gq_teamquota_release(&q);
@@ -276,23 +290,6 @@ static int load_cluster(struct gq_cli_conn *c, struct gq_cli_cluster *cl)
   return 0;
 }
 
-/* "Ready", "NotReady", then ",SchedulingDisabled" when cordoned and
- * ",Draining" when cordoned (or tainted for removal) while gpuq pods there
- * are being deleted or evicted: a drain in progress (a cordon alone, or a
- * drainPolicy Wait job still running, is not draining yet). */
-static void node_status(const struct gq_node *n, size_t leaving, char *buf,
-                        size_t len)
-{
-  int removal = 0;
-
-  for (size_t t = 0; t < n->n_taints; t++)
-    for (size_t k = 0; removal_taints[k]; k++)
-      removal |= !strcmp(n->taints[t].key, removal_taints[k]);
-  snprintf(buf, len, "%s%s%s", n->ready ? "Ready" : "NotReady",
-           n->unschedulable ? ",SchedulingDisabled" : "",
-           (n->unschedulable || removal) && leaving ? ",Draining" : "");
-}
-
 int gq_cli_nodes(int argc, char **argv)
 {
   static const struct gq_cli_col cols[] = {
@@ -319,19 +316,21 @@ int gq_cli_nodes(int argc, char **argv)
     const struct gq_node *n = cl.snap.nodes[i].node;
     char status[96];
 
-    node_status(n, cl.leaving[i], status, sizeof(status));
+    gq_cli_node_status(n, cl.leaving[i], status, sizeof(status));
     for (size_t k = 0; k < n->n_capacity; k++) {
       const char *res = n->capacity[k].name;
       int64_t alloc = gq_node_allocatable(n, res);
 
       json_array_append_new(rows, json_pack(
-          "{s:s,s:s?,s:s,s:I,s:I,s:I,s:I,s:I,s:b,s:b,s:s}", "name", n->meta.name,
-          "product", n->gpu_product, "resource", res, "capacity",
-          (json_int_t)n->capacity[k].value, "allocatable", (json_int_t)alloc,
+          "{s:s,s:s?,s:s,s:I,s:I,s:I,s:I,s:I,s:b,s:b,s:s}",
+          "name", n->meta.name, "product", n->gpu_product, "resource", res,
+          "capacity", (json_int_t)n->capacity[k].value,
+          "allocatable", (json_int_t)alloc,
           "used", (json_int_t)gq_node_usage_get(&cl.snap.nodes[i].used, res),
           "free", (json_int_t)gq_snapshot_available(&cl.snap, i, res),
-          "gpuqPods", (json_int_t)cl.gpuq_pods[i], "cordoned",
-          n->unschedulable, "draining", strstr(status, "Draining") != NULL,
+          "gpuqPods", (json_int_t)cl.gpuq_pods[i],
+          "cordoned", n->unschedulable,
+          "draining", strstr(status, "Draining") != NULL,
           "status", status));
     }
   }
@@ -353,25 +352,23 @@ static void print_why(const json_t *job, const struct gq_gpujob *j,
   printf("GpuJob %s/%s: %s, %d x %d %s, team %s\n", j->meta.ns, j->meta.name,
          phase ? phase : "Pending (not yet seen by gpuq)", (int)j->replicas,
          (int)j->gpus_per_replica, j->gpu_resource, j->team);
-  if (jstr(jget(st, "reason", NULL)))
-    printf("Reason:   %s: %s\n", jstr(jget(st, "reason", NULL)),
-           jstr(jget(st, "message", NULL)) ? jstr(jget(st, "message", NULL)) : "");
+  if (member(st, "reason")[0])
+    printf("Reason:   %s: %s\n", member(st, "reason"), member(st, "message"));
   if (jget(st, "queuePosition", NULL))
     printf("Position: %lld in team %s\n",
            (long long)json_integer_value(jget(st, "queuePosition", NULL)),
            j->team);
-  if (jstr(jget(st, "estimatedStartTime", NULL)))
-    printf("ETA:      %s\n", jstr(jget(st, "estimatedStartTime", NULL)));
-  if (jstr(jget(verdict, "quota", NULL)))
-    printf("Quota:    %s\n", jstr(jget(verdict, "quota", NULL)));
+  if (member(st, "estimatedStartTime")[0])
+    printf("ETA:      %s\n", member(st, "estimatedStartTime"));
+  if (member(verdict, "quota")[0])
+    printf("Quota:    %s\n", member(verdict, "quota"));
   printf("Nodes:    %lld of %zu fit one replica now\n",
          (long long)json_integer_value(jget(verdict, "fitNodes", NULL)),
          json_array_size(jget(verdict, "items", NULL)));
   json_array_foreach(jget(verdict, "items", NULL), i, it)
-    printf("  %-28s %-13s %s\n", jstr(jget(it, "node", NULL)),
-           json_is_true(jget(it, "fits", NULL)) ? "fits"
-                                                : jstr(jget(it, "reason", NULL)),
-           jstr(jget(it, "message", NULL)));
+    printf("  %-28s %-13s %s\n", member(it, "node"),
+           json_is_true(jget(it, "fits", NULL)) ? "fits" : member(it, "reason"),
+           member(it, "message"));
 }
 
 int gq_cli_why(int argc, char **argv)
@@ -409,8 +406,8 @@ int gq_cli_why(int argc, char **argv)
     json_object_set_new(verdict, "quota", json_sprintf(
         "no TeamQuota %s: the job waits with UnknownTeam", j.team));
   else if (gq_teamquota_decode(tq, &q, err, sizeof(err)) != 0)
-    json_object_set_new(verdict, "quota",
-                        json_sprintf("TeamQuota %s is invalid: %s", j.team, err));
+    json_object_set_new(verdict, "quota", json_sprintf(
+        "TeamQuota %s is invalid: %s", j.team, err));
   else if (!gq_teamquota_admits_namespace(&q, j.meta.ns))
     json_object_set_new(verdict, "quota", json_sprintf(
         "TeamQuota %s does not list namespace %s", j.team, j.meta.ns));

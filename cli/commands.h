@@ -14,10 +14,21 @@
  */
 #ifndef GQ_CLI_COMMANDS_H
 #define GQ_CLI_COMMANDS_H
+#include <jansson.h>
+#include <stdint.h>
 
 int gq_cli_queue(int argc, char **argv);
 int gq_cli_teams(int argc, char **argv);
 int gq_cli_nodes(int argc, char **argv);
 int gq_cli_why(int argc, char **argv);
+
+/* The `queue` row of one GpuJob document (borrowed): namespace, name,
+ * team, priority (0 when unset), gpus, phase ("Pending" before gpuq has
+ * seen it), position (status.queuePosition; null when none), eta ("-"
+ * without status.estimatedStartTime, "now" when it has passed, else the
+ * time left in kubectl's HumanDuration form, "5m30s"),
+ * estimatedStartTime, age (since metadata.creationTimestamp), reason and
+ * message. now_ms: Unix milliseconds. Returns a new object. */
+json_t *gq_cli_queue_row(const json_t *job, int64_t now_ms);
 
 #endif
