@@ -2,7 +2,8 @@
  * cluster and holds every kind of the installation with the settings the
  * issue asks for (2 replicas with --leader-elect, probes, requests,
  * non-root read-only containers, Redis with AOF everysec, a PVC and its
- * password from a Secret); the RBAC rules have no wildcard and cover every
+ * password from a Secret); gpuq-controller accepts the Deployment's
+ * arguments, and runs the workload with its Redis URL and a password; the RBAC rules have no wildcard and cover every
  * (API group, resource, verb) the real controller used against gpuq-sim
  * while it admitted, ran, drained and deleted jobs with leader election
  * (read from the sim's request log); promtool checks the rendered alert
@@ -50,7 +51,8 @@ static int have(const char *tool)
   return 0;
 }
 
-static int ctl_status = -2; /* gq_test_ctl_stop() after the workload */
+static int ctl_status = -2;
+#define PASSWORD "0123456789abcdef" /* the Secret's value in the tests */ /* gq_test_ctl_stop() after the workload */
 
 /* Runs kubectl against the sim and fails unless it exits 0. kubectl sends
  * Kubectl-Command, so the sim's log tells its requests from the
@@ -114,6 +116,8 @@ static const char *workload =
     "  gpusPerReplica: 8\n"
     "  template: {spec: {containers: [{name: c, image: x}]}}\n";
 
+static int deployment_redis_url(char *buf, size_t len);
+
 /* Renders deploy/, then runs the workload under leader election: a
  * drainPolicy Wait gang (its pods, Service and PodDisruptionBudget) that
  * finishes, and a job deleted while it runs (pods deleted, finalizer
@@ -129,8 +133,11 @@ static int setup(void **state)
   struct gq_test_out o;
   char err[512], url[128];
 
+  static const char *const rargs[] = {"--requirepass", PASSWORD, NULL};
+  char redis_url[256];
+
   (void)state;
-  if (gq_test_redis_start(&redis, NULL) != 0 ||
+  if (gq_test_redis_start(&redis, rargs) != 0 ||
       gq_test_sim_start(&sim, sargs) != 0)
     return -1;
   if (gq_test_run(sim.dir, render, &o) != 0 ||
@@ -140,9 +147,13 @@ static int setup(void **state)
     return -1;
   }
   gq_test_out_free(&o);
+  /* the Deployment's own Redis URL, with the Secret's password, pointed at
+   * the test's password-protected redis-server */
+  if (deployment_redis_url(redis_url, sizeof(redis_url)) != 0)
+    return -1;
   KUBECTL(NULL, "create", "namespace", "gpuq-system");
   KUBECTL(NULL, "create", "namespace", "team-a");
-  if (gq_test_ctl_start(&ctl, &sim, redis.url, 1, cargs) != 0)
+  if (gq_test_ctl_start(&ctl, &sim, redis_url, 1, cargs) != 0)
     return -1;
   KUBECTL(workload, "apply", "-f", "-");
   if (!wait_job("longrun", "Running") || !wait_job("gang", "Succeeded"))
@@ -202,6 +213,79 @@ static const json_t *at(const json_t *doc, ...)
                       : json_object_get(doc, k);
   va_end(ap);
   return doc;
+}
+
+/* The controller container's args of the rendered Deployment. */
+static const json_t *controller_args(void)
+{
+  return at(find("Deployment", "gpuq-controller"), "spec", "template", "spec",
+            "containers", "[0]", "args", NULL);
+}
+
+/* Copies s into buf (len bytes) with every $(NAME) replaced by its test
+ * value, as the kubelet expands container args from the env. Returns 0,
+ * or -1 for a variable the container's env does not define. */
+static int expand(const char *s, char *buf, size_t len)
+{
+  static const char *const vars[][2] = {{"POD_NAME", "gpuq-controller-x1"},
+                                        {"POD_NAMESPACE", "gpuq-system"},
+                                        {"REDIS_PASSWORD", PASSWORD}};
+  const json_t *env = at(find("Deployment", "gpuq-controller"), "spec",
+                         "template", "spec", "containers", "[0]", "env",
+                         NULL);
+  size_t o = 0;
+
+  while (*s && o + 1 < len) {
+    size_t v;
+    int known = 0;
+
+    if (strncmp(s, "$(", 2)) {
+      buf[o++] = *s++;
+      continue;
+    }
+    for (v = 0; v < sizeof(vars) / sizeof(vars[0]); v++) {
+      size_t n = strlen(vars[v][0]);
+      const json_t *e;
+      size_t i;
+
+      if (strncmp(s + 2, vars[v][0], n) || s[2 + n] != ')')
+        continue;
+      json_array_foreach(env, i, e)
+        known |= !strcmp(json_string_value(json_object_get(e, "name")),
+                         vars[v][0]);
+      if (!known)
+        return -1;
+      o += (size_t)snprintf(buf + o, len - o, "%s", vars[v][1]);
+      s += 3 + n;
+      break;
+    }
+    if (!known)
+      return -1;
+  }
+  buf[o < len ? o : len - 1] = '\0';
+  return 0;
+}
+
+static int deployment_redis_url(char *buf, size_t len)
+{
+  const json_t *args = controller_args();
+  char url[256], *host;
+  size_t i;
+
+  for (i = 0; i + 1 < json_array_size(args); i++)
+    if (!strcmp(json_string_value(json_array_get(args, i)), "--redis"))
+      break;
+  if (i + 1 >= json_array_size(args) ||
+      expand(json_string_value(json_array_get(args, i + 1)), url,
+             sizeof(url)) != 0 ||
+      !(host = strstr(url, "@gpuq-redis:6379"))) {
+    fprintf(stderr, "the Deployment has no --redis "
+            "redis://:$(REDIS_PASSWORD)@gpuq-redis:6379/... argument\n");
+    return -1;
+  }
+  *host = '\0';
+  return snprintf(buf, len, "%s@127.0.0.1:%d%s", url, redis.port,
+                  host + strlen("@gpuq-redis:6379")) < (int)len ? 0 : -1;
 }
 
 static int has_string(const json_t *arr, const char *s)
@@ -268,6 +352,37 @@ static void test_controller(void **state)
       (json_t *)at(find("ServiceMonitor", NULL), "spec", "selector",
                    "matchLabels", NULL),
       (json_t *)at(svc, "spec", "selector", NULL)));
+}
+
+/* gpuq-controller accepts the Deployment's arguments as the kubelet
+ * expands them: every $(VAR) defined in the env, every flag known (the
+ * parser stops at the first unknown one, before the final --help). */
+static void test_controller_args(void **state)
+{
+  const json_t *args = controller_args();
+  const char *argv[40];
+  char vals[32][256], bin[512];
+  struct gq_test_out o;
+  size_t n = json_array_size(args);
+
+  (void)state;
+  assert_true(n > 0 && n < 32);
+  snprintf(bin, sizeof(bin), "%s/gpuq-controller", GQ_BINARY_DIR);
+  argv[0] = bin;
+  for (size_t i = 0; i < n; i++) {
+    if (expand(json_string_value(json_array_get(args, i)), vals[i],
+               sizeof(vals[i])) != 0)
+      fail_msg("arg '%s' uses a variable the env does not define",
+               json_string_value(json_array_get(args, i)));
+    argv[i + 1] = vals[i];
+  }
+  argv[n + 1] = "--help";
+  argv[n + 2] = NULL;
+  gq_test_run(sim.dir, argv, &o);
+  if (o.status != 0)
+    fail_msg("gpuq-controller rejects the Deployment's args: exit %d\n%s",
+             o.status, o.err);
+  gq_test_out_free(&o);
 }
 
 static void test_redis(void **state)
@@ -545,6 +660,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kinds),
       cmocka_unit_test(test_controller),
+      cmocka_unit_test(test_controller_args),
       cmocka_unit_test(test_redis),
       cmocka_unit_test(test_rbac_no_wildcard),
       cmocka_unit_test(test_rbac_covers_controller),
