@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Matches "--long value", "--long=value", "-s value" and "-svalue";
  * returns 1 and sets *v (or 0 when arg is another flag). On a flag with
@@ -81,6 +82,21 @@ int gq_cli_parse(int argc, char **argv, const char *cmd, unsigned allowed,
   return 0;
 }
 
+/* 1 when kubectl would use the pod's service account: no --kubeconfig,
+ * --context or $KUBECONFIG, no ~/.kube/config, and inside a pod
+ * (client-go clientcmd's in-cluster fallback). */
+static int in_cluster(const struct gq_cli_opts *o)
+{
+  const char *home = getenv("HOME");
+  char path[1024];
+
+  if (o->kubeconfig || o->context || getenv("KUBECONFIG") ||
+      !getenv("KUBERNETES_SERVICE_HOST"))
+    return 0;
+  snprintf(path, sizeof(path), "%s/.kube/config", home ? home : "");
+  return !home || access(path, F_OK) != 0;
+}
+
 int gq_cli_connect(struct gq_cli_conn *c, const struct gq_cli_opts *o,
                    char *err, size_t errlen)
 {
@@ -88,10 +104,7 @@ int gq_cli_connect(struct gq_cli_conn *c, const struct gq_cli_opts *o,
   int rc;
 
   memset(c, 0, sizeof(*c));
-  /* kubectl's order: --kubeconfig, $KUBECONFIG, ~/.kube/config; a pod
-   * without any of them uses its service account. */
-  if (!o->kubeconfig && !getenv("KUBECONFIG") &&
-      getenv("KUBERNETES_SERVICE_HOST") && !o->context)
+  if (in_cluster(o))
     rc = gq_kubeconfig_in_cluster(NULL, &c->cfg, err, errlen);
   else
     rc = gq_kubeconfig_load(o->kubeconfig, o->context, &c->cfg, err, errlen);
