@@ -655,6 +655,60 @@ static void test_metric_names(void **state)
   free(dash);
 }
 
+/* GitHub's anchor of a Markdown heading: lower case, spaces to '-',
+ * punctuation other than '-' and '_' dropped. */
+static void anchor(const char *heading, char *buf, size_t len)
+{
+  size_t o = 0;
+
+  for (; *heading && *heading != '\n' && o + 1 < len; heading++) {
+    char ch = *heading;
+
+    if (ch >= 'A' && ch <= 'Z')
+      buf[o++] = (char)(ch - 'A' + 'a');
+    else if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+             ch == '-' || ch == '_')
+      buf[o++] = ch;
+    else if (ch == ' ')
+      buf[o++] = '-';
+  }
+  buf[o] = '\0';
+}
+
+/* Every alert names a section of docs/runbook.md that exists. */
+static void test_runbook_links(void **state)
+{
+  char *book = gq_test_read_file("docs/runbook.md", NULL);
+  const json_t *rule;
+  size_t i;
+
+  (void)state;
+  assert_non_null(book);
+  json_array_foreach(at(find("PrometheusRule", NULL), "spec", "groups", "[0]",
+                        "rules", NULL), i, rule) {
+    const char *link = json_string_value(at(rule, "annotations", "runbook",
+                                            NULL));
+    const char *want = link ? strchr(link, '#') : NULL;
+    int found = 0;
+
+    if (!want || strncmp(link, "docs/runbook.md#", 16))
+      fail_msg("alert %zu: no docs/runbook.md# link", i);
+    for (const char *h = strstr(book, "\n#"); h && !found;
+         h = strstr(h + 1, "\n#")) {
+      char a[256];
+
+      h++;
+      while (*h == '#')
+        h++;
+      anchor(h + (*h == ' '), a, sizeof(a));
+      found = !strcmp(a, want + 1);
+    }
+    if (!found)
+      fail_msg("alert %zu links to %s: no such heading", i, link);
+  }
+  free(book);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -667,6 +721,7 @@ int main(void)
       cmocka_unit_test(test_promtool_rules),
       cmocka_unit_test(test_promtool_metrics),
       cmocka_unit_test(test_metric_names),
+      cmocka_unit_test(test_runbook_links),
   };
 
   return cmocka_run_group_tests(tests, setup, teardown);
