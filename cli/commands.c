@@ -402,17 +402,24 @@ int gq_cli_why(int argc, char **argv)
   }
   verdict = json_pack("{s:s}", "kind", "GpuJobWhy");
   snprintf(path, sizeof(path), JOBS_PATH "/teamquotas/%s", j.team);
-  if (gq_cli_get(&c, path, 0, &tq, err, sizeof(err)) != 0)
+  rc = gq_cli_get(&c, path, 0, &tq, err, sizeof(err));
+  if (rc == GQ_ENOTFOUND)
     json_object_set_new(verdict, "quota", json_sprintf(
         "no TeamQuota %s: the job waits with UnknownTeam", j.team));
+  else if (rc != 0)
+    json_object_set_new(verdict, "quota", json_sprintf(
+        "cannot read TeamQuota %s: %s", j.team, err));
   else if (gq_teamquota_decode(tq, &q, err, sizeof(err)) != 0)
     json_object_set_new(verdict, "quota", json_sprintf(
         "TeamQuota %s is invalid: %s", j.team, err));
-  else if (!gq_teamquota_admits_namespace(&q, j.meta.ns))
+  else if (!gq_teamquota_admits_namespace(&q, j.meta.ns)) {
     json_object_set_new(verdict, "quota", json_sprintf(
         "TeamQuota %s does not list namespace %s", j.team, j.meta.ns));
-  else
+    gq_teamquota_release(&q);
+  } else {
     has_q = 1;
+  }
+  rc = 1;
   if (load_cluster(&c, &cl) == 0) {
     nodes = json_array();
     json_object_set_new(verdict, "fitNodes", json_integer((json_int_t)

@@ -345,6 +345,27 @@ static void test_why(void **state)
   gq_test_out_free(&o);
   gq_test_kubectl(&sim, &o, NULL, "uncordon", "gpu-a100-03", NULL);
   gq_test_out_free(&o);
+
+  /* a team without a TeamQuota, and one that does not admit the
+   * namespace: said once, and no node is held against a quota line */
+  post(GQ "/namespaces/team-b/gpujobs",
+       "{\"apiVersion\":\"gpuq.dev/v1alpha1\",\"kind\":\"GpuJob\","
+       "\"metadata\":{\"name\":\"ghost\",\"namespace\":\"team-b\"},"
+       "\"spec\":{\"team\":\"ghosts\",\"gpusPerReplica\":1,\"template\":"
+       "{\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}");
+  post(GQ "/namespaces/team-b/gpujobs",
+       "{\"apiVersion\":\"gpuq.dev/v1alpha1\",\"kind\":\"GpuJob\","
+       "\"metadata\":{\"name\":\"stray\",\"namespace\":\"team-b\"},"
+       "\"spec\":{\"team\":\"team-a\",\"gpusPerReplica\":1,\"template\":"
+       "{\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}");
+  PLUGIN(&o, 0, "gpuq", "why", "ghost", "-n", "team-b");
+  assert_has(o.out, "Quota:    no TeamQuota ghosts: the job waits with "
+                    "UnknownTeam");
+  gq_test_out_free(&o);
+  PLUGIN(&o, 0, "gpuq", "why", "stray", "-n", "team-b");
+  assert_has(o.out, "Quota:    TeamQuota team-a does not list namespace "
+                    "team-b");
+  gq_test_out_free(&o);
 }
 
 int main(void)
