@@ -34,6 +34,7 @@ wait_for() {
 }
 jobfield() { kubectl get gpujob train -n research -o "jsonpath={$1}"; }
 metric() { curl -sf "$STACK_METRICS_URL" | awk -v m="$1" '$1 == m {print $2}'; }
+node_status() { kubectl gpuq nodes | awk -v n="$1" '$1 == n {print $NF}'; }
 
 step "start gpuq-sim (clusters/mixed.yaml), redis-server and gpuq-controller"
 STACK_SIM_ARGS=(--cluster clusters/mixed.yaml --crds crds)
@@ -56,7 +57,7 @@ YAML
 wait_for 16 kubectl get teamquota research -o 'jsonpath={.status.nominalGPUs}'
 kubectl gpuq teams
 
-step "a checkpointing job: 8 H100 GPUs, checkpoint written 60 s (virtual) after SIGTERM"
+step "a checkpointing job: 8 H100 GPUs, checkpoint written 5 min (virtual) after SIGTERM"
 kubectl apply -f - <<'YAML'
 apiVersion: gpuq.dev/v1alpha1
 kind: GpuJob
@@ -65,12 +66,12 @@ spec:
   team: research
   gpusPerReplica: 8
   gpu: {products: [NVIDIA-H100-80GB-HBM3]}
-  checkpoint: {gracePeriodSeconds: 300, intervalSeconds: 1800}
+  checkpoint: {gracePeriodSeconds: 600, intervalSeconds: 1800}
   template:
     metadata:
       annotations:
         sim.gpuq.dev/run-seconds: "36000"
-        sim.gpuq.dev/checkpoint-seconds: "60"
+        sim.gpuq.dev/checkpoint-seconds: "300"
     spec:
       containers: [{name: train, image: example/train}]
 YAML
@@ -80,7 +81,12 @@ echo "train runs on $NODE"
 kubectl gpuq nodes | grep -E "NAME|$NODE"
 
 step "kubectl drain $NODE"
-kubectl drain "$NODE" --ignore-daemonsets --timeout=120s
+kubectl drain "$NODE" --ignore-daemonsets --timeout=120s >"$WORK/drain.out" 2>&1 &
+DRAIN=$!
+# while the pod writes its checkpoint (5 virtual minutes = 5 s here)
+wait_for Ready,SchedulingDisabled,Draining node_status "$NODE"
+wait "$DRAIN" || { cat "$WORK/drain.out"; fail "kubectl drain failed"; }
+cat "$WORK/drain.out"
 wait_for 2 jobfield .status.attempts
 wait_for Running jobfield .status.phase
 CKPT=$(jobfield .status.lastCheckpoint.location)
