@@ -4,6 +4,7 @@
  * "kubectl <name>" and passes the remaining arguments through
  * (kubernetes.io/docs/tasks/extend-kubectl/kubectl-plugins).
  */
+#include "cli/commands.h"
 #include "cli/validate.h"
 
 #include <stdio.h>
@@ -15,9 +16,24 @@ static void usage(FILE *f)
           "Usage: kubectl gpuq <command> [flags]\n"
           "\n"
           "Commands:\n"
+          "  queue [-n NS | -A] [--team T]\n"
+          "                     waiting GpuJobs per team: position, ETA, age,\n"
+          "                     reason\n"
+          "  teams [--team T]   per team and flavor: nominal, used, borrowed,\n"
+          "                     lent and pending GPUs (TeamQuota status)\n"
+          "  nodes              per GPU node: capacity, allocatable, used and\n"
+          "                     free GPUs, cordoned or draining\n"
+          "  why JOB [-n NS]    why a GpuJob is pending: the controller's\n"
+          "                     reason and, per node, the first constraint\n"
+          "                     that fails\n"
           "  validate -f PATH   check GpuJob and TeamQuota manifests (a file\n"
           "                     or a directory) with the controller's own\n"
-          "                     validation, before kubectl apply\n");
+          "                     validation, before kubectl apply\n"
+          "\n"
+          "Flags (after the command, as kubectl's): --kubeconfig PATH,\n"
+          "--context NAME, -n/--namespace NS, -A/--all-namespaces, -o json.\n"
+          "The kubeconfig is --kubeconfig, else $KUBECONFIG, else\n"
+          "~/.kube/config, else the pod's service account.\n");
 }
 
 static int cmd_validate(int argc, char **argv)
@@ -48,13 +64,21 @@ static int cmd_validate(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-  if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
-      strcmp(argv[1], "help") == 0) {
+  if (argc < 2 || strcmp(argv[1], "-h") == 0 ||
+      strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
   if (strcmp(argv[1], "validate") == 0)
     return cmd_validate(argc - 2, argv + 2);
+  if (strcmp(argv[1], "queue") == 0)
+    return gq_cli_queue(argc - 2, argv + 2);
+  if (strcmp(argv[1], "teams") == 0)
+    return gq_cli_teams(argc - 2, argv + 2);
+  if (strcmp(argv[1], "nodes") == 0)
+    return gq_cli_nodes(argc - 2, argv + 2);
+  if (strcmp(argv[1], "why") == 0)
+    return gq_cli_why(argc - 2, argv + 2);
   fprintf(stderr, "error: unknown command '%s'\n\n", argv[1]);
   usage(stderr);
   return 2;

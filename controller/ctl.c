@@ -434,6 +434,7 @@ static void redis_state(struct gq_rq *r, int ready, const char *why,
 
   (void)r;
   c->redis_ready = ready;
+  gq_metric_set(c->m_redis_up, NULL, ready ? 1 : 0);
   if (ready) {
     GQ_LOG(GQ_INFO, &lc, "redis ready: rebuilding queues before admitting");
     HASH_ITER(hh, c->cohorts, k, tmp) k->rebuilt = 0;
@@ -700,6 +701,7 @@ static void lead_start(void *arg)
 
   GQ_LOG(GQ_INFO, &lc, "became leader (%s)", c->o.identity);
   c->leading = 1;
+  gq_metric_set(c->m_leader, NULL, 1);
   HASH_ITER(hh, c->cohorts, k, tmp) k->rebuilt = 0;
   mark_all(c, NULL, NULL);
   ctl_schedule_pass(c);
@@ -710,6 +712,7 @@ static void lead_stop(void *arg)
   struct ctl *c = arg;
 
   c->leading = 0;
+  gq_metric_set(c->m_leader, NULL, 0);
   if (c->stopping)
     return;
   /* As client-go's controllers do: a process that lost its lease exits,
@@ -802,6 +805,13 @@ struct gq_ctl *gq_ctl_new(uv_loop_t *loop, struct gq_kclient *kc,
       0, NULL, lat_buckets, sizeof(lat_buckets) / sizeof(lat_buckets[0]));
   c->m_passes = gq_metrics_counter(m, "gpuq_admission_passes_total",
       "Admission passes run.", 0, NULL);
+  c->m_leader = gq_metrics_gauge(m, "gpuq_leader", "1 while this replica "
+      "acts (holds the lease, or runs without --leader-elect), else 0.",
+      0, NULL);
+  c->m_redis_up = gq_metrics_gauge(m, "gpuq_redis_up", "1 while the Redis "
+      "connection is ready (connected, scripts loaded), else 0.", 0, NULL);
+  gq_metric_set(c->m_leader, NULL, 0);
+  gq_metric_set(c->m_redis_up, NULL, 0);
   disrupt_init(c);
   return (struct gq_ctl *)c;
 }
@@ -862,6 +872,8 @@ void gq_ctl_start(struct gq_ctl *gc)
     lo.arg = c;
     lo.release_on_cancel = 1;
     c->leader = gq_leader_start(c->kc, &lo);
+  } else {
+    gq_metric_set(c->m_leader, NULL, 1);
   }
 }
 

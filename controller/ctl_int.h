@@ -237,6 +237,7 @@ struct ctl {
       *m_drift, *m_frag, *m_lost_nodes, *m_admissions, *m_passes;
   struct gq_metric *m_preemptions, *m_ckpt_duration, *m_lost_gpu_s,
       *m_resumes; /* disrupt.c */
+  struct gq_metric *m_leader, *m_redis_up; /* 0/1 gauges for alerts */
   int64_t frag_gpus;
   int64_t freed_ms;
   int closing;               /* timers still closing at stop */

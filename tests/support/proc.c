@@ -188,21 +188,21 @@ static int kubectl_argv(const struct gq_test_sim *s, const char **argv,
   return n;
 }
 
-int gq_test_kubectl(const struct gq_test_sim *s, struct gq_test_out *o,
-                    const char *stdin_text, ...)
+/* Runs argv (argv[0] looked up on PATH) with stdin_text on stdin, its
+ * files in dir, waits for it (60 s cap) and captures its output into *o.
+ * With kubeconfig set, the child gets KUBECONFIG=kubeconfig and the build
+ * directory first on PATH, as a user of the plugin would have. */
+static int run_capture(const char *dir, const char *const *argv,
+                       const char *stdin_text, const char *kubeconfig,
+                       struct gq_test_out *o)
 {
-  const char *argv[64];
   char in[400], out[400], err[400];
-  va_list ap;
   pid_t pid;
   int status;
 
-  va_start(ap, stdin_text);
-  kubectl_argv(s, argv, ap);
-  va_end(ap);
-  snprintf(in, sizeof(in), "%s/kubectl.in", s->dir);
-  snprintf(out, sizeof(out), "%s/kubectl.out", s->dir);
-  snprintf(err, sizeof(err), "%s/kubectl.err", s->dir);
+  snprintf(in, sizeof(in), "%s/kubectl.in", dir);
+  snprintf(out, sizeof(out), "%s/kubectl.out", dir);
+  snprintf(err, sizeof(err), "%s/kubectl.err", dir);
   {
     FILE *f = fopen(in, "w");
 
@@ -221,6 +221,14 @@ int gq_test_kubectl(const struct gq_test_sim *s, struct gq_test_out *o,
     dup2(fi, 0);
     dup2(fo, 1);
     dup2(fe, 2);
+    if (kubeconfig) {
+      const char *path = getenv("PATH");
+      char *p = gq_xasprintf("%s:%s", GQ_BINARY_DIR,
+                             path ? path : "/usr/bin:/bin");
+
+      setenv("PATH", p, 1);
+      setenv("KUBECONFIG", kubeconfig, 1);
+    }
     execvp(argv[0], (char *const *)argv);
     _exit(127);
   }
@@ -239,6 +247,40 @@ int gq_test_kubectl(const struct gq_test_sim *s, struct gq_test_out *o,
   o->out = slurp(out);
   o->err = slurp(err);
   return o->status;
+}
+
+int gq_test_kubectl(const struct gq_test_sim *s, struct gq_test_out *o,
+                    const char *stdin_text, ...)
+{
+  const char *argv[64];
+  va_list ap;
+
+  va_start(ap, stdin_text);
+  kubectl_argv(s, argv, ap);
+  va_end(ap);
+  return run_capture(s->dir, argv, stdin_text, NULL, o);
+}
+
+int gq_test_kubectl_plugin(const struct gq_test_sim *s, struct gq_test_out *o,
+                           ...)
+{
+  const char *argv[64], *a;
+  va_list ap;
+  int n = 0;
+
+  argv[n++] = "kubectl";
+  va_start(ap, o);
+  while ((a = va_arg(ap, const char *)) != NULL && n < 63)
+    argv[n++] = a;
+  va_end(ap);
+  argv[n] = NULL;
+  return run_capture(s->dir, argv, NULL, s->kubeconfig, o);
+}
+
+int gq_test_run(const char *dir, const char *const *argv,
+                struct gq_test_out *o)
+{
+  return run_capture(dir, argv, NULL, NULL, o);
 }
 
 void gq_test_out_free(struct gq_test_out *o)

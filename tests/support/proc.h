@@ -47,6 +47,20 @@ int gq_test_kubectl(const struct gq_test_sim *s, struct gq_test_out *o,
                     const char *stdin_text, ...);
 void gq_test_out_free(struct gq_test_out *o);
 
+/* Runs kubectl <args...> (NULL-terminated) the way a plugin user does:
+ * no flags before the plugin name (kubectl would not find the plugin),
+ * KUBECONFIG set to the sim's kubeconfig and the build directory (where
+ * kubectl-gpuq is) first on PATH; empty stdin, 60 s cap. Returns the exit
+ * status; output in *o (free with gq_test_out_free()). */
+int gq_test_kubectl_plugin(const struct gq_test_sim *s, struct gq_test_out *o,
+                           ...);
+
+/* Runs argv (NULL-terminated; argv[0] looked up on PATH) with empty stdin,
+ * its scratch files in dir (an existing directory), 60 s cap. Returns the
+ * exit status (-1 if it did not end); output in *o. */
+int gq_test_run(const char *dir, const char *const *argv,
+                struct gq_test_out *o);
+
 /* Starts kubectl in the background with stdout and stderr to out_path;
  * returns its pid. */
 pid_t gq_test_kubectl_bg(const struct gq_test_sim *s, const char *out_path,

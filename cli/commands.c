@@ -1,0 +1,447 @@
+/* cli/commands.c - queue, teams, nodes and why (see commands.h). */
+#include "cli/commands.h"
+
+#include "api/gpujob.h"
+#include "api/teamquota.h"
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/err.h"
+#include "cli/cluster.h"
+#include "cli/kube.h"
+#include "cli/table.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define JOBS_PATH "/apis/" GQ_API_VERSION
+/* obj.k1.k2... (NULL-terminated keys); borrowed, NULL if absent. */
+static const json_t *jget(const json_t *obj, ...)
+{
+  va_list ap;
+  const char *k;
+
+  va_start(ap, obj);
+  while (obj && (k = va_arg(ap, const char *)) != NULL)
+    obj = json_object_get(obj, k);
+  va_end(ap);
+  return obj && !json_is_null(obj) ? obj : NULL;
+}
+
+static const char *jstr(const json_t *v)
+{
+  return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+/* Connects, or prints the error; returns 0 or 1. */
+static int connect_or_fail(struct gq_cli_conn *c, const struct gq_cli_opts *o)
+{
+  char err[1024];
+
+  if (gq_cli_connect(c, o, err, sizeof(err)) == 0)
+    return 0;
+  fprintf(stderr, "error: %s\n", err);
+  return 1;
+}
+
+/* GET (list when list is set) or print the error; *out NULL on error. */
+static int get_or_fail(struct gq_cli_conn *c, const char *path, int list,
+                       json_t **out)
+{
+  char err[1024];
+  int rc = gq_cli_get(c, path, list, out, err, sizeof(err));
+
+  if (rc != 0)
+    fprintf(stderr, "error: %s (GET %s: %s)\n", err, path, gq_strerror(rc));
+  return rc;
+}
+
+static int64_t time_ms(const json_t *v)
+{
+  int64_t ms = 0;
+
+  if (!jstr(v) || gq_time_parse(jstr(v), &ms) != 0)
+    return 0;
+  return ms;
+}
+
+/* --- queue ------------------------------------------------------------ */
+
+static int waiting(const char *phase)
+{
+  return !phase || (strcmp(phase, "Running") && strcmp(phase, "Succeeded") &&
+                    strcmp(phase, "Failed"));
+}
+
+/* The string member k of row, or "" (rows come from the API server, but a
+ * malformed object must not crash the plugin). */
+static const char *member(const json_t *row, const char *k)
+{
+  const char *v = jstr(jget(row, k, NULL));
+
+  return v ? v : "";
+}
+
+/* Team, then position (jobs without one last), then namespace and name. */
+static int cmp_queue(const void *a, const void *b)
+{
+  const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+  int c = strcmp(member(x, "team"), member(y, "team"));
+  json_int_t px, py;
+
+  if (c)
+    return c;
+  px = json_integer_value(jget(x, "position", NULL));
+  py = json_integer_value(jget(y, "position", NULL));
+  if ((px > 0) != (py > 0))
+    return px > 0 ? -1 : 1;
+  if (px != py)
+    return px < py ? -1 : 1;
+  c = strcmp(member(x, "namespace"), member(y, "namespace"));
+  return c ? c : strcmp(member(x, "name"), member(y, "name"));
+}
+
+json_t *gq_cli_queue_row(const json_t *job, int64_t now_ms)
+{
+  const json_t *st = jget(job, "status", NULL);
+  const json_t *spec = jget(job, "spec", NULL);
+  const json_t *meta = jget(job, "metadata", NULL);
+  const char *phase = jstr(jget(st, "phase", NULL));
+  int64_t eta = time_ms(jget(st, "estimatedStartTime", NULL));
+  char age[32], etab[32];
+  json_t *row;
+
+  gq_cli_age(now_ms, time_ms(jget(meta, "creationTimestamp", NULL)), age,
+             sizeof(age));
+  if (!eta)
+    snprintf(etab, sizeof(etab), "-");
+  else if (eta <= now_ms)
+    snprintf(etab, sizeof(etab), "now");
+  else
+    gq_cli_age(eta, now_ms, etab, sizeof(etab)); /* eta - now */
+  row = json_pack("{s:s?,s:s?,s:s?,s:O?,s:O?,s:s,s:O?,s:s,s:s?,s:s,s:s?,"
+                  "s:s?}",
+                  "namespace", jstr(jget(meta, "namespace", NULL)),
+                  "name", jstr(jget(meta, "name", NULL)),
+                  "team", jstr(jget(spec, "team", NULL)),
+                  "priority", jget(spec, "priority", NULL),
+                  "gpus", jget(st, "gpus", NULL),
+                  "phase", phase ? phase : "Pending",
+                  "position", jget(st, "queuePosition", NULL),
+                  "eta", etab,
+                  "estimatedStartTime",
+                  jstr(jget(st, "estimatedStartTime", NULL)),
+                  "age", age,
+                  "reason", jstr(jget(st, "reason", NULL)),
+                  "message", jstr(jget(st, "message", NULL)));
+  if (!jget(row, "priority", NULL)) /* spec.priority defaults to 0 */
+    json_object_set_new(row, "priority", json_integer(0));
+  return row;
+}
+
+int gq_cli_queue(int argc, char **argv)
+{
+  static const struct gq_cli_col cols[] = {
+      {"NAMESPACE", "namespace"}, {"NAME", "name"},   {"TEAM", "team"},
+      {"PRIORITY", "priority"},   {"GPUS", "gpus"},   {"PHASE", "phase"},
+      {"POSITION", "position"},   {"ETA", "eta"},     {"AGE", "age"},
+      {"REASON", "reason"}};
+  struct gq_cli_opts o;
+  struct gq_cli_conn c;
+  json_t *list, *rows, *it, **v;
+  char path[512];
+  size_t i, n = 0;
+  int64_t now = gq_clock_real_ms();
+
+  if (gq_cli_parse(argc, argv, "queue", GQ_CLI_NS | GQ_CLI_TEAM, 0, &o))
+    return 2;
+  if (connect_or_fail(&c, &o))
+    return 1;
+  if (o.all_ns)
+    snprintf(path, sizeof(path), JOBS_PATH "/gpujobs");
+  else
+    snprintf(path, sizeof(path), JOBS_PATH "/namespaces/%s/gpujobs", c.ns);
+  if (get_or_fail(&c, path, 1, &list)) {
+    gq_cli_close(&c);
+    return 1;
+  }
+  v = gq_xcalloc(json_array_size(json_object_get(list, "items")) + 1,
+                 sizeof(*v));
+  json_array_foreach(json_object_get(list, "items"), i, it) {
+    const char *team = jstr(jget(it, "spec", "team", NULL));
+
+    if (!waiting(jstr(jget(it, "status", "phase", NULL))) ||
+        (o.team && (!team || strcmp(team, o.team))))
+      continue;
+    v[n++] = gq_cli_queue_row(it, now);
+  }
+  qsort(v, n, sizeof(*v), cmp_queue);
+  rows = json_array();
+  for (i = 0; i < n; i++)
+    json_array_append_new(rows, v[i]);
+  /* kubectl shows NAMESPACE only with -A */
+  gq_cli_print(stdout, "GpuJobQueue", rows, o.all_ns ? cols : cols + 1,
+               o.all_ns ? 10 : 9, o.json);
+  free(v);
+  json_decref(rows);
+  json_decref(list);
+  gq_cli_close(&c);
+  return 0;
+}
+
+/* --- teams ------------------------------------------------------------ */
+
+/* The status.flavors entry for (flavor, resource), or NULL. */
+static const json_t *flavor_status(const json_t *tq, const char *flavor,
+                                   const char *resource)
+{
+  const json_t *it;
+  size_t i;
+
+  json_array_foreach(jget(tq, "status", "flavors", NULL), i, it) {
+    const char *f = jstr(jget(it, "flavor", NULL));
+    const char *r = jstr(jget(it, "resource", NULL));
+
+    if (f && r && !strcmp(f, flavor) && !strcmp(r, resource))
+      return it;
+  }
+  return NULL;
+}
+
+int gq_cli_teams(int argc, char **argv)
+{
+  static const struct gq_cli_col cols[] = {
+      {"TEAM", "team"},         {"COHORT", "cohort"},   {"FLAVOR", "flavor"},
+      {"RESOURCE", "resource"}, {"NOMINAL", "nominal"}, {"USED", "used"},
+      {"BORROWED", "borrowed"}, {"LENT", "lent"},       {"PENDING", "pending"},
+      {"PENDING-JOBS", "pendingJobs"}};
+  struct gq_cli_opts o;
+  struct gq_cli_conn c;
+  json_t *list, *rows = json_array(), *it;
+  char err[1024];
+  size_t i;
+
+  if (gq_cli_parse(argc, argv, "teams", GQ_CLI_TEAM, 0, &o)) {
+    json_decref(rows);
+    return 2;
+  }
+  if (connect_or_fail(&c, &o)) {
+    json_decref(rows);
+    return 1;
+  }
+  if (get_or_fail(&c, JOBS_PATH "/teamquotas", 1, &list)) {
+    gq_cli_close(&c);
+    json_decref(rows);
+    return 1;
+  }
+  json_array_foreach(json_object_get(list, "items"), i, it) {
+    struct gq_teamquota q;
+
+    if (o.team && strcmp(o.team, jstr(jget(it, "metadata", "name", NULL))))
+      continue;
+    if (gq_teamquota_decode(it, &q, err, sizeof(err)) != 0) {
+      fprintf(stderr, "warning: TeamQuota %s is invalid: %s\n",
+              jstr(jget(it, "metadata", "name", NULL)), err);
+      continue;
+    }
+    for (size_t k = 0; k < q.n_res; k++) {
+      const struct gq_quota_res *r = &q.res[k];
+      const json_t *fs = flavor_status(it, r->flavor, r->resource);
+
+      json_array_append_new(rows, json_pack(
+          "{s:s,s:s?,s:s,s:s,s:I,s:O?,s:O?,s:O?,s:O?,s:O?}",
+          "team", q.meta.name, "cohort", q.cohort, "flavor", r->flavor,
+          "resource", r->resource, "nominal", (json_int_t)r->nominal,
+          "used", jget(fs, "used", NULL),
+          "borrowed", jget(fs, "borrowed", NULL),
+          "lent", jget(fs, "lent", NULL),
+          "pending", jget(fs, "pending", NULL),
+          "pendingJobs", jget(it, "status", "pendingJobs", NULL)));
+    }
+    gq_teamquota_release(&q);
+  }
+  gq_cli_print(stdout, "TeamUsage", rows, cols, 10, o.json);
+  json_decref(rows);
+  json_decref(list);
+  gq_cli_close(&c);
+  return 0;
+}
+
+/* --- nodes and why: the cluster view --------------------------------- */
+
+/* Loads nodes and pods into cl; returns 0 or 1 (error printed). */
+static int load_cluster(struct gq_cli_conn *c, struct gq_cli_cluster *cl)
+{
+  json_t *nodes, *pods;
+
+  if (get_or_fail(c, "/api/v1/nodes", 1, &nodes))
+    return 1;
+  if (get_or_fail(c, "/api/v1/pods", 1, &pods)) {
+    json_decref(nodes);
+    return 1;
+  }
+  gq_cli_cluster_init(cl, nodes, pods);
+  json_decref(nodes);
+  json_decref(pods);
+  if (cl->skipped)
+    fprintf(stderr, "warning: %zu node(s) or pod(s) could not be decoded "
+            "and are left out\n", cl->skipped);
+  return 0;
+}
+
+int gq_cli_nodes(int argc, char **argv)
+{
+  static const struct gq_cli_col cols[] = {
+      {"NAME", "name"},         {"PRODUCT", "product"},
+      {"RESOURCE", "resource"}, {"CAPACITY", "capacity"},
+      {"ALLOCATABLE", "allocatable"}, {"USED", "used"},
+      {"FREE", "free"},         {"GPUQ-PODS", "gpuqPods"},
+      {"STATUS", "status"}};
+  struct gq_cli_opts o;
+  struct gq_cli_conn c;
+  struct gq_cli_cluster cl;
+  json_t *rows;
+
+  if (gq_cli_parse(argc, argv, "nodes", 0, 0, &o))
+    return 2;
+  if (connect_or_fail(&c, &o))
+    return 1;
+  if (load_cluster(&c, &cl)) {
+    gq_cli_close(&c);
+    return 1;
+  }
+  rows = json_array();
+  for (size_t i = 0; i < cl.snap.n; i++) {
+    const struct gq_node *n = cl.snap.nodes[i].node;
+    char status[96];
+
+    gq_cli_node_status(n, cl.leaving[i], status, sizeof(status));
+    for (size_t k = 0; k < n->n_capacity; k++) {
+      const char *res = n->capacity[k].name;
+      int64_t alloc = gq_node_allocatable(n, res);
+
+      json_array_append_new(rows, json_pack(
+          "{s:s,s:s?,s:s,s:I,s:I,s:I,s:I,s:I,s:b,s:b,s:s}",
+          "name", n->meta.name, "product", n->gpu_product, "resource", res,
+          "capacity", (json_int_t)n->capacity[k].value,
+          "allocatable", (json_int_t)alloc,
+          "used", (json_int_t)gq_node_usage_get(&cl.snap.nodes[i].used, res),
+          "free", (json_int_t)gq_snapshot_available(&cl.snap, i, res),
+          "gpuqPods", (json_int_t)cl.gpuq_pods[i],
+          "cordoned", n->unschedulable,
+          "draining", strstr(status, "Draining") != NULL,
+          "status", status));
+    }
+  }
+  gq_cli_print(stdout, "GpuNodes", rows, cols, 9, o.json);
+  json_decref(rows);
+  gq_cli_cluster_release(&cl);
+  gq_cli_close(&c);
+  return 0;
+}
+
+/* Prints the why report of job (decoded j) as text. */
+static void print_why(const json_t *job, const struct gq_gpujob *j,
+                      const json_t *verdict)
+{
+  const json_t *st = jget(job, "status", NULL), *it;
+  const char *phase = jstr(jget(st, "phase", NULL));
+  size_t i;
+
+  printf("GpuJob %s/%s: %s, %d x %d %s, team %s\n", j->meta.ns, j->meta.name,
+         phase ? phase : "Pending (not yet seen by gpuq)", (int)j->replicas,
+         (int)j->gpus_per_replica, j->gpu_resource, j->team);
+  if (member(st, "reason")[0])
+    printf("Reason:   %s: %s\n", member(st, "reason"), member(st, "message"));
+  if (jget(st, "queuePosition", NULL))
+    printf("Position: %lld in team %s\n",
+           (long long)json_integer_value(jget(st, "queuePosition", NULL)),
+           j->team);
+  if (member(st, "estimatedStartTime")[0])
+    printf("ETA:      %s\n", member(st, "estimatedStartTime"));
+  if (member(verdict, "quota")[0])
+    printf("Quota:    %s\n", member(verdict, "quota"));
+  printf("Nodes:    %lld of %zu fit one replica now\n",
+         (long long)json_integer_value(jget(verdict, "fitNodes", NULL)),
+         json_array_size(jget(verdict, "items", NULL)));
+  json_array_foreach(jget(verdict, "items", NULL), i, it)
+    printf("  %-28s %-13s %s\n", member(it, "node"),
+           json_is_true(jget(it, "fits", NULL)) ? "fits" : member(it, "reason"),
+           member(it, "message"));
+}
+
+int gq_cli_why(int argc, char **argv)
+{
+  struct gq_cli_opts o;
+  struct gq_cli_conn c;
+  struct gq_cli_cluster cl;
+  struct gq_gpujob j;
+  struct gq_teamquota q;
+  json_t *job = NULL, *tq = NULL, *verdict, *nodes;
+  char path[600], err[1024];
+  int has_q = 0, rc = 1;
+
+  if (gq_cli_parse(argc, argv, "why", GQ_CLI_NS, 1, &o))
+    return 2;
+  if (o.n_args != 1 || o.all_ns) {
+    fprintf(stderr, "error: usage: kubectl gpuq why JOB [-n NAMESPACE]\n");
+    return 2;
+  }
+  if (connect_or_fail(&c, &o))
+    return 1;
+  snprintf(path, sizeof(path), JOBS_PATH "/namespaces/%s/gpujobs/%s", c.ns,
+           o.args[0]);
+  if (get_or_fail(&c, path, 0, &job))
+    goto out;
+  if (gq_gpujob_decode(job, &j, err, sizeof(err)) != 0) {
+    printf("GpuJob %s/%s is invalid and will not run: %s\n", c.ns, o.args[0],
+           err);
+    rc = 0;
+    goto out;
+  }
+  verdict = json_pack("{s:s}", "kind", "GpuJobWhy");
+  snprintf(path, sizeof(path), JOBS_PATH "/teamquotas/%s", j.team);
+  rc = gq_cli_get(&c, path, 0, &tq, err, sizeof(err));
+  if (rc == GQ_ENOTFOUND)
+    json_object_set_new(verdict, "quota", json_sprintf(
+        "no TeamQuota %s: the job waits with UnknownTeam", j.team));
+  else if (rc != 0)
+    json_object_set_new(verdict, "quota", json_sprintf(
+        "cannot read TeamQuota %s: %s", j.team, err));
+  else if (gq_teamquota_decode(tq, &q, err, sizeof(err)) != 0)
+    json_object_set_new(verdict, "quota", json_sprintf(
+        "TeamQuota %s is invalid: %s", j.team, err));
+  else if (!gq_teamquota_admits_namespace(&q, j.meta.ns)) {
+    json_object_set_new(verdict, "quota", json_sprintf(
+        "TeamQuota %s does not list namespace %s", j.team, j.meta.ns));
+    gq_teamquota_release(&q);
+  } else {
+    has_q = 1;
+  }
+  rc = 1;
+  if (load_cluster(&c, &cl) == 0) {
+    nodes = json_array();
+    json_object_set_new(verdict, "fitNodes", json_integer((json_int_t)
+        gq_cli_why_nodes(&cl, &j, has_q ? &q : NULL, nodes)));
+    json_object_set_new(verdict, "items", nodes);
+    gq_cli_cluster_release(&cl);
+    if (o.json) {
+      json_object_set(verdict, "job", job);
+      json_dumpf(verdict, stdout, JSON_INDENT(4) | JSON_PRESERVE_ORDER);
+      fputc('\n', stdout);
+    } else {
+      print_why(job, &j, verdict);
+    }
+    rc = 0;
+  }
+  json_decref(verdict);
+  if (has_q)
+    gq_teamquota_release(&q);
+  gq_gpujob_release(&j);
+out:
+  json_decref(tq);
+  json_decref(job);
+  gq_cli_close(&c);
+  return rc;
+}

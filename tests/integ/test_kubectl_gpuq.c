@@ -1,0 +1,381 @@
+/* kubectl-gpuq through the real plugin mechanism (issue 11): `kubectl gpuq
+ * ...` with the build directory on PATH and KUBECONFIG pointing at
+ * gpuq-sim (clusters/mixed.yaml), with the real gpuq-controller and a
+ * private redis-server writing the positions and TeamQuota status the
+ * plugin shows. kubectl's flags after the plugin name (--kubeconfig,
+ * --context, -n, -A, -o json), queue positions and order, team usage per
+ * flavor, node capacity and cordon, and `why` naming the first failing
+ * constraint per node. Every wait is for a condition, with a deadline.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "tests/support/fixture.h"
+#include "tests/support/proc.h"
+#include "tests/support/redis.h"
+
+static struct gq_test_sim sim;
+static struct gq_test_redis redis;
+static struct gq_test_ctl ctl;
+
+#define WAIT_MS 30000
+#define GQ "/apis/gpuq.dev/v1alpha1"
+#define H100 "NVIDIA-H100-80GB-HBM3"
+
+/* Runs `kubectl <args>` as a plugin user and fails unless it exits with
+ * want; the output stays in *o (free with gq_test_out_free). */
+#define PLUGIN(o, want, ...)                                                 \
+  do {                                                                       \
+    gq_test_kubectl_plugin(&sim, (o), __VA_ARGS__, NULL);                    \
+    if ((o)->status != (want))                                               \
+      fail_msg("kubectl exit %d (want %d)\nstdout: %s\nstderr: %s",          \
+               (o)->status, (want), (o)->out, (o)->err);                     \
+  } while (0)
+
+static void assert_has(const char *text, const char *needle)
+{
+  if (!strstr(text, needle))
+    fail_msg("missing '%s' in:\n%s", needle, text);
+}
+
+static void post(const char *path, const char *body)
+{
+  json_decref(gq_test_sim_call(&sim, "POST", path, body, 201));
+}
+
+static void quota(const char *team, const char *lines)
+{
+  char body[1024];
+
+  snprintf(body, sizeof(body),
+           "{\"apiVersion\":\"gpuq.dev/v1alpha1\",\"kind\":\"TeamQuota\","
+           "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"namespaces\":[\"%s\"],"
+           "\"resources\":[%s]}}", team, team, lines);
+  post(GQ "/teamquotas", body);
+}
+
+static int setup(void **state)
+{
+  static const char *const args[] = {"--cluster", "clusters/mixed.yaml",
+                                     NULL};
+  (void)state;
+  if (gq_test_redis_start(&redis, NULL) != 0 ||
+      gq_test_sim_start(&sim, args) != 0)
+    return -1;
+  post("/api/v1/namespaces", "{\"metadata\":{\"name\":\"team-a\"}}");
+  post("/api/v1/namespaces", "{\"metadata\":{\"name\":\"team-b\"}}");
+  quota("team-a", "{\"flavor\":\"" H100 "\",\"nominal\":8}");
+  quota("team-b", "{\"flavor\":\"" H100 "\",\"nominal\":8}");
+  return gq_test_ctl_start(&ctl, &sim, redis.url, 0, NULL);
+}
+
+static int teardown(void **state)
+{
+  int rc = 0;
+
+  (void)state;
+  rc |= gq_test_ctl_stop(&ctl) != 0;
+  rc |= gq_test_sim_stop(&sim) != 0;
+  gq_test_redis_stop(&redis);
+  return rc ? -1 : 0;
+}
+
+/* A GpuJob of one replica with 'gpus' GPUs; gpu: members of spec.gpu. It
+ * runs until deleted. */
+static void job(const char *ns, const char *name, int gpus, const char *gpu)
+{
+  char path[256], body[1024];
+
+  snprintf(path, sizeof(path), GQ "/namespaces/%s/gpujobs", ns);
+  snprintf(body, sizeof(body),
+           "{\"apiVersion\":\"gpuq.dev/v1alpha1\",\"kind\":\"GpuJob\","
+           "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"},"
+           "\"spec\":{\"team\":\"%s\",\"gpusPerReplica\":%d,\"gpu\":{%s},"
+           "\"expectedDurationSeconds\":3600,\"template\":{\"spec\":"
+           "{\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}",
+           name, ns, ns, gpus, gpu);
+  post(path, body);
+}
+
+static int wait_job(const char *ns, const char *name, const char *field,
+                    const char *want)
+{
+  char path[256];
+
+  snprintf(path, sizeof(path), GQ "/namespaces/%s/gpujobs/%s", ns, name);
+  return gq_test_wait_field(&sim, path, field, want, WAIT_MS);
+}
+
+/* The -o json document's items[] member whose 'key' is 'value' (borrowed
+ * from doc), or NULL. */
+static const json_t *item(const json_t *doc, const char *key,
+                          const char *value, const char *key2,
+                          const char *value2)
+{
+  const json_t *it;
+  size_t i;
+
+  json_array_foreach(json_object_get(doc, "items"), i, it) {
+    const char *v = json_string_value(json_object_get(it, key));
+    const char *v2 = key2 ? json_string_value(json_object_get(it, key2)) : NULL;
+
+    if (v && !strcmp(v, value) && (!key2 || (v2 && !strcmp(v2, value2))))
+      return it;
+  }
+  return NULL;
+}
+
+/* r's string member 'key' equals want (a missing row or member fails). */
+static void assert_member(const json_t *r, const char *key, const char *want)
+{
+  const char *v = json_string_value(json_object_get(r, key));
+
+  if (!v || strcmp(v, want))
+    fail_msg("want %s '%s', got '%s'", key, want, v ? v : "(none)");
+}
+
+static json_t *parse(const char *text)
+{
+  json_error_t e;
+  json_t *doc = json_loads(text, 0, &e);
+
+  if (!doc)
+    fail_msg("not JSON (%s):\n%s", e.text, text);
+  return doc;
+}
+
+/* Help, kubectl's flags given after the plugin name, and usage errors. */
+static void test_flags(void **state)
+{
+  struct gq_test_out o;
+  char kc[400];
+
+  (void)state;
+  PLUGIN(&o, 0, "gpuq", "--help");
+  assert_has(o.out, "queue [-n NS | -A] [--team T]");
+  assert_has(o.out, "why JOB");
+  gq_test_out_free(&o);
+  PLUGIN(&o, 2, "gpuq", "queue", "--bogus");
+  assert_has(o.err, "unknown flag: --bogus");
+  gq_test_out_free(&o);
+  PLUGIN(&o, 2, "gpuq", "nodes", "-o", "yaml");
+  assert_has(o.err, "\"yaml\"");
+  gq_test_out_free(&o);
+  PLUGIN(&o, 2, "gpuq", "queue", "-n");
+  assert_has(o.err, "flag needs an argument: '-n'");
+  gq_test_out_free(&o);
+  PLUGIN(&o, 1, "gpuq", "nodes", "--context", "prod");
+  assert_has(o.err, "context \"prod\" not found (contexts: gpuq-sim)");
+  gq_test_out_free(&o);
+  PLUGIN(&o, 0, "gpuq", "nodes", "--context=gpuq-sim");
+  assert_has(o.out, "gpu-h100-00");
+  gq_test_out_free(&o);
+  /* --kubeconfig wins over KUBECONFIG: a missing file fails... */
+  PLUGIN(&o, 1, "gpuq", "nodes", "--kubeconfig", "/nonexistent/kc");
+  assert_has(o.err, "/nonexistent/kc");
+  gq_test_out_free(&o);
+  /* ...and the right one, as --kubeconfig=PATH, works */
+  snprintf(kc, sizeof(kc), "--kubeconfig=%s", sim.kubeconfig);
+  PLUGIN(&o, 0, "gpuq", "teams", kc);
+  assert_has(o.out, "team-a");
+  gq_test_out_free(&o);
+  PLUGIN(&o, 1, "gpuq", "why", "nosuch", "-n", "team-a");
+  assert_has(o.err, "\"nosuch\" not found");
+  gq_test_out_free(&o);
+}
+
+/* Capacity per node and resource, MIG resources as their own rows, and a
+ * cordoned node shown as SchedulingDisabled. */
+static void test_nodes(void **state)
+{
+  struct gq_test_out o;
+  const json_t *r;
+  json_t *doc;
+
+  (void)state;
+  PLUGIN(&o, 0, "gpuq", "nodes");
+  assert_has(o.out, "NAME");
+  assert_has(o.out, "FREE");
+  assert_has(o.out, "nvidia.com/mig-3g.40gb");
+  gq_test_out_free(&o);
+  gq_test_kubectl(&sim, &o, NULL, "cordon", "gpu-t4-01", NULL);
+  assert_int_equal(o.status, 0);
+  gq_test_out_free(&o);
+  PLUGIN(&o, 0, "gpuq", "nodes", "-o", "json");
+  doc = parse(o.out);
+  r = item(doc, "name", "gpu-t4-01", NULL, NULL);
+  assert_non_null(r);
+  assert_member(r, "status", "Ready,SchedulingDisabled");
+  assert_true(json_is_true(json_object_get(r, "cordoned")));
+  r = item(doc, "name", "gpu-a100-mig-00", "resource",
+           "nvidia.com/mig-1g.10gb");
+  assert_non_null(r);
+  assert_int_equal(json_integer_value(json_object_get(r, "capacity")), 4);
+  /* the fixture node with one unhealthy GPU: capacity 8, allocatable 7 */
+  r = item(doc, "name", "gpu-h100-r12-n04", "resource", "nvidia.com/gpu");
+  assert_non_null(r);
+  assert_int_equal(json_integer_value(json_object_get(r, "capacity")), 8);
+  assert_int_equal(json_integer_value(json_object_get(r, "allocatable")), 7);
+  assert_int_equal(json_integer_value(json_object_get(r, "free")), 7);
+  json_decref(doc);
+  gq_test_out_free(&o);
+  gq_test_kubectl(&sim, &o, NULL, "uncordon", "gpu-t4-01", NULL);
+  gq_test_out_free(&o);
+}
+
+/* One H100 job runs on team-a's 8 GPUs; two more wait: the queue lists
+ * them in position order with the quota reason, teams shows used and
+ * pending GPUs from the TeamQuota status, nodes shows the used GPUs. */
+static void test_queue_and_teams(void **state)
+{
+  struct gq_test_out o;
+  const json_t *r;
+  json_t *doc;
+  const char *q1, *q2;
+
+  (void)state;
+  job("team-a", "run1", 8, "\"products\":[\"" H100 "\"]");
+  assert_true(wait_job("team-a", "run1", "status.phase", "Running"));
+  job("team-a", "q1", 8, "\"products\":[\"" H100 "\"]");
+  assert_true(wait_job("team-a", "q1", "status.queuePosition", "1"));
+  job("team-a", "q2", 4, "\"products\":[\"" H100 "\"]");
+  assert_true(wait_job("team-a", "q2", "status.queuePosition", "2"));
+  /* the head carries the quota verdict; the job behind it just waits */
+  assert_true(wait_job("team-a", "q1", "status.reason", "WaitingForQuota"));
+
+  PLUGIN(&o, 0, "gpuq", "queue", "-n", "team-a");
+  assert_has(o.out, "POSITION");
+  assert_has(o.out, "WaitingForQuota");
+  assert_null(strstr(o.out, "NAMESPACE")); /* only with -A, as kubectl */
+  assert_null(strstr(o.out, "run1"));      /* running: not in the queue */
+  q1 = strstr(o.out, "q1 ");
+  q2 = strstr(o.out, "q2 ");
+  assert_non_null(q1);
+  assert_non_null(q2);
+  assert_true(q1 < q2);
+  gq_test_out_free(&o);
+
+  PLUGIN(&o, 0, "gpuq", "queue", "-A", "--team", "team-a", "-o", "json");
+  doc = parse(o.out);
+  assert_string_equal(json_string_value(json_object_get(doc, "kind")),
+                      "GpuJobQueue");
+  assert_int_equal(json_array_size(json_object_get(doc, "items")), 2);
+  r = item(doc, "name", "q2", NULL, NULL);
+  assert_int_equal(json_integer_value(json_object_get(r, "position")), 2);
+  assert_int_equal(json_integer_value(json_object_get(r, "gpus")), 4);
+  assert_member(r, "namespace", "team-a");
+  json_decref(doc);
+  gq_test_out_free(&o);
+  PLUGIN(&o, 0, "gpuq", "queue", "-A", "--team", "team-b");
+  assert_has(o.err, "No resources found");
+  gq_test_out_free(&o);
+
+  assert_true(gq_test_wait_field(&sim, GQ "/teamquotas/team-a",
+                                 "status.usedGPUs", "8", WAIT_MS));
+  assert_true(gq_test_wait_field(&sim, GQ "/teamquotas/team-a",
+                                 "status.pendingJobs", "2", WAIT_MS));
+  PLUGIN(&o, 0, "gpuq", "teams");
+  assert_has(o.out, "BORROWED");
+  assert_has(o.out, H100);
+  gq_test_out_free(&o);
+  PLUGIN(&o, 0, "gpuq", "teams", "--team", "team-a", "-o", "json");
+  doc = parse(o.out);
+  assert_int_equal(json_array_size(json_object_get(doc, "items")), 1);
+  r = item(doc, "team", "team-a", "flavor", H100);
+  assert_non_null(r);
+  assert_int_equal(json_integer_value(json_object_get(r, "nominal")), 8);
+  assert_int_equal(json_integer_value(json_object_get(r, "used")), 8);
+  assert_int_equal(json_integer_value(json_object_get(r, "borrowed")), 0);
+  assert_int_equal(json_integer_value(json_object_get(r, "pending")), 12);
+  assert_int_equal(json_integer_value(json_object_get(r, "pendingJobs")), 2);
+  json_decref(doc);
+  gq_test_out_free(&o);
+}
+
+/* Per node, the first constraint that fails: q1 (8 H100 GPUs, team-a at
+ * its quota) sees its GPUs taken on run1's node, the wrong product on the
+ * A100s and the taint on the T4s; a team-b job asking for more GPU memory
+ * than an H100 has sees GpuMemory there, no quota line on the A100s,
+ * and the cordon first on a cordoned node. */
+static void test_why(void **state)
+{
+  struct gq_test_out o;
+  const json_t *r;
+  json_t *doc;
+
+  (void)state;
+  PLUGIN(&o, 0, "gpuq", "why", "q1", "-n", "team-a");
+  assert_has(o.out, "GpuJob team-a/q1: Queued, 1 x 8 nvidia.com/gpu");
+  assert_has(o.out, "Reason:   WaitingForQuota");
+  assert_has(o.out, "Position: 1 in team team-a");
+  assert_has(o.out, "GPUs          Insufficient nvidia.com/gpu (requested 8, "
+                    "free 0 of 8)");
+  assert_has(o.out, "gpu-a100-00                  GpuProduct    node(s) had "
+                    "GPU product NVIDIA-A100-SXM4-80GB not in "
+                    "spec.gpu.products");
+  assert_has(o.out, "gpu-t4-00                    Taint");
+  gq_test_out_free(&o);
+
+  gq_test_kubectl(&sim, &o, NULL, "cordon", "gpu-a100-03", NULL);
+  gq_test_out_free(&o);
+  job("team-b", "wide", 4, "\"minMemoryMiB\":81600");
+  assert_true(wait_job("team-b", "wide", "status.phase", "Queued"));
+  PLUGIN(&o, 0, "gpuq", "why", "wide", "--namespace=team-b", "-o", "json");
+  doc = parse(o.out);
+  assert_int_equal(json_integer_value(json_object_get(doc, "fitNodes")), 0);
+  r = item(doc, "node", "gpu-h100-02", NULL, NULL);
+  assert_member(r, "reason", "GpuMemory");
+  r = item(doc, "node", "gpu-a100-00", NULL, NULL);
+  assert_member(r, "reason", "Quota");
+  assert_member(r, "message", "team team-b has no quota for GPU product "
+                      "NVIDIA-A100-SXM4-80GB (nvidia.com/gpu)");
+  r = item(doc, "node", "gpu-a100-03", NULL, NULL);
+  assert_member(r, "reason", "Unschedulable");
+  r = item(doc, "node", "gpu-t4-01", NULL, NULL);
+  assert_member(r, "reason", "Taint");
+  json_decref(doc);
+  gq_test_out_free(&o);
+  gq_test_kubectl(&sim, &o, NULL, "uncordon", "gpu-a100-03", NULL);
+  gq_test_out_free(&o);
+
+  /* a team without a TeamQuota, and one that does not admit the
+   * namespace: said once, and no node is held against a quota line */
+  post(GQ "/namespaces/team-b/gpujobs",
+       "{\"apiVersion\":\"gpuq.dev/v1alpha1\",\"kind\":\"GpuJob\","
+       "\"metadata\":{\"name\":\"ghost\",\"namespace\":\"team-b\"},"
+       "\"spec\":{\"team\":\"ghosts\",\"gpusPerReplica\":1,\"template\":"
+       "{\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}");
+  post(GQ "/namespaces/team-b/gpujobs",
+       "{\"apiVersion\":\"gpuq.dev/v1alpha1\",\"kind\":\"GpuJob\","
+       "\"metadata\":{\"name\":\"stray\",\"namespace\":\"team-b\"},"
+       "\"spec\":{\"team\":\"team-a\",\"gpusPerReplica\":1,\"template\":"
+       "{\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}");
+  PLUGIN(&o, 0, "gpuq", "why", "ghost", "-n", "team-b");
+  assert_has(o.out, "Quota:    no TeamQuota ghosts: the job waits with "
+                    "UnknownTeam");
+  gq_test_out_free(&o);
+  PLUGIN(&o, 0, "gpuq", "why", "stray", "-n", "team-b");
+  assert_has(o.out, "Quota:    TeamQuota team-a does not list namespace "
+                    "team-b");
+  gq_test_out_free(&o);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_flags),
+      cmocka_unit_test(test_nodes),
+      cmocka_unit_test(test_queue_and_teams),
+      cmocka_unit_test(test_why),
+  };
+
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
