@@ -9,12 +9,13 @@
  * that fits is admitted in this same pass, and the next head of its team
  * is tried: every job that fits is admitted in one pass, not one per team.
  *
- * A head that fits its quota but not the free capacity gets a reservation
+ * A head that fits its quota but not the free capacity gets a forecast
  * (controller/forecast.c: where and when it will fit, from the expected
- * ends of running jobs): the reserved capacity is committed to the
- * snapshot, so later jobs can only use it if they are known to end before
- * the reservation starts (EASY backfilling). Its forecast start is its
- * status.estimatedStartTime. A head refused by quota stops its team for
+ * ends of running jobs), its status.estimatedStartTime. The first such
+ * head of the cohort in the pass also gets a reservation: the capacity it
+ * waits for is committed to the snapshot, so later jobs can only use it if
+ * they are known to end before the reservation starts (EASY backfilling:
+ * one reservation, see reserve()). A head refused by quota stops its team for
  * the pass (strict order within a team: a smaller job behind it does not
  * take the quota it waits for). At most BF_MAX jobs behind a blocked head
  * are tried per team and pass (Slurm's bf_max_job_test plays this role),
@@ -74,6 +75,7 @@ struct pass {
   size_t n_resv, cap_resv;
   int64_t resv_min; /* earliest reservation start, -1 none */
   int forecasts, tries, preempts;
+  int cohort_resv; /* the cohort being decided has its one reservation */
   uint64_t *failed; /* shapes that found no capacity (hash, team, bf) */
   size_t n_failed, cap_failed;
   int64_t now_ms;
@@ -674,6 +676,13 @@ static void draining_resv(struct pass *p, struct cohort_pass *cp)
   }
 }
 
+/* Forecasts when blocked head cj fits (its ETA) and, for the first blocked
+ * head of the cohort in this pass only (p->cohort_resv unset), commits the
+ * capacity it waits for to the snapshot as a reservation. One reservation
+ * per cohort and pass is EASY backfilling's rule (Lifka, "The ANL/IBM SP
+ * scheduling system", JSSPP 1995): reserving for every team's blocked head
+ * at once would hold more GPUs idle than the backfill can fill (measured
+ * with bench/replay on the Philly trace). */
 static void reserve(struct pass *p, struct cjob *cj, const struct gq_gpujob *j,
                     const char *flavor)
 {
@@ -688,11 +697,12 @@ static void reserve(struct pass *p, struct cjob *cj, const struct gq_gpujob *j,
   p->forecasts++;
   if (gq_forecast_start(p->s, j, flavor, p->rel, p->n_rel, p->now_ms, &start,
                         out) == 0 &&
-      start >= 0) {
+      start >= 0 && !p->cohort_resv) {
     for (int32_t i = 0; i < j->replicas; i++)
       resv_add(p, p->s->nodes[out[i]].node->meta.name, j, NULL);
     if (p->resv_min < 0 || start < p->resv_min)
       p->resv_min = start;
+    p->cohort_resv = 1;
   }
   cj->eta_ms = start;
   free(out);
@@ -737,6 +747,7 @@ static void decide_cohort(struct pass *p, struct ccohort *k,
   char why[1024];
 
   draining_resv(p, cp);
+  p->cohort_resv = 0;
   for (;;) {
     size_t ti, cnt = 0;
     struct cjob *cj;
