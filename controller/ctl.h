@@ -21,9 +21,10 @@
 
 #include "api/client.h"
 #include "controller/metrics.h"
+#include "controller/position.h"
 
 #define GQ_CTL_COMPONENT "gpuq-controller"
-#define GQ_CTL_POSITIONS_NOW 100 /* queue positions kept current at once */
+#define GQ_CTL_POSITIONS_NOW GQ_POSITION_EXACT /* kept exact */
 
 struct gq_ctl;
 

@@ -79,6 +79,7 @@ void jobs_queue_add(struct ctl *c, struct cjob *cj)
   struct cteam *t = ctl_team(c, cj->team);
   size_t lo = 0, hi = t->n;
   struct gq_qjob qj;
+  struct ccohort *k;
 
   if (cj->t)
     return;
@@ -102,6 +103,10 @@ void jobs_queue_add(struct ctl *c, struct cjob *cj)
   cj->qprio = cj->priority;
   cj->state = CJ_QUEUED;
   snprintf(cj->cohort, sizeof(cj->cohort), "%s", t->cohort);
+  k = ctl_cohort(c, cj->cohort, cj->team);
+  if (!k->rebuilt && !k->rebuilding)
+    return; /* the cohort's coming rebuild writes it (at start-up: all of
+               them in one script, not one enqueue per job) */
   qj = (struct gq_qjob){cj->uid, cj->team, cj->ns, cj->name, cj->cohort,
                         cj->priority, cj->queued_ms};
   ctl_write_begin(c);
@@ -336,7 +341,8 @@ static void delete_pods(struct ctl *c, struct cjob *cj)
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", p->meta.ns,
              p->meta.name);
     ctl_write_begin(c);
-    if (gq_kclient_delete(c->kc, path, -1, p->meta.uid, delete_done, c) != 0)
+    if (gq_kclient_delete_how(c->kc, path, -1, p->meta.uid, CTL_WORK,
+                              delete_done, c) != 0)
       ctl_write_end(c);
   }
 }
@@ -501,7 +507,10 @@ static void created_one(struct ctl *c, struct create_ctx *x, int ok)
 {
   struct cjob *cj = ctl_job(c, x->uid);
 
-  if (!ok)
+  c->creating--;
+  if (ok)
+    ctl_refilled(c);
+  else
     forget_assumed(c, x->pod_key);
   if (cj && cj->attempt == x->attempt && cj->creates_left > 0) {
     cj->creates_left--;
@@ -670,16 +679,11 @@ void jobs_create_pods(struct ctl *c, struct cjob *cj)
 
     snprintf(scoll, sizeof(scoll), "/api/v1/namespaces/%s/services", cj->ns);
     ctl_write_begin(c);
-    if (gq_kclient_create(c->kc, scoll, svc, service_done, c) != 0)
+    if (gq_kclient_create_how(c->kc, scoll, svc, CTL_WORK, service_done, c))
       ctl_write_end(c);
     json_decref(svc);
   }
   cj->creates_left = j->replicas;
-  if (c->freed_ms) {
-    gq_metric_observe(c->m_freed_to_create, NULL,
-                      (double)(gq_clock_mono_ms() - c->freed_ms) / 1000.0);
-    c->freed_ms = 0;
-  }
   for (int32_t r = 0; r < j->replicas; r++) {
     const struct gq_node *n = gq_informer_typed(c->inf_nodes, cj->nodes[r]);
     struct create_ctx *x;
@@ -706,7 +710,8 @@ void jobs_create_pods(struct ctl *c, struct cjob *cj)
     x->pod_key = gq_xasprintf("%s/%s", cj->ns, name);
     x->attempt = cj->attempt;
     ctl_write_begin(c);
-    if (gq_kclient_create(c->kc, coll, pod, pod_created, x) != 0)
+    c->creating++;
+    if (gq_kclient_create_how(c->kc, coll, pod, CTL_WORK, pod_created, x))
       created_one(c, x, 0);
     json_decref(pod);
   }

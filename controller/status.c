@@ -5,8 +5,9 @@
  * informer last saw, and only the fields that differ are sent as a JSON
  * merge patch (RFC 7386); one write per job is in flight at a time, and a
  * change made meanwhile is sent when it returns. Queue positions of the
- * first GQ_CTL_POSITIONS_NOW jobs of each team are kept current at every
- * pass; the rest are refreshed by a bounded background sweep.
+ * first GQ_CTL_POSITIONS_NOW jobs of each team are kept exact (written at
+ * most once a second); the rest are coarse (controller/position.h), refreshed
+ * by a bounded background sweep.
  */
 #include "controller/ctl_int.h"
 
@@ -20,7 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SWEEP_MAX 500      /* positions refreshed per sweep */
+#define SWEEP_MAX 500      /* positions written per sweep */
+#define SWEEP_SCAN 20000   /* queued jobs looked at per sweep */
 #define STATUS_INFLIGHT 16 /* status writes in flight at once */
 #define EVENTS_INFLIGHT 8  /* event writes in flight at once */
 #define EVENTS_QUEUED 10000 /* events waiting; more are dropped */
@@ -213,7 +215,8 @@ static void send_status(struct ctl *c, struct cjob *cj)
   cj->status_inflight = 1;
   c->s_inflight++;
   ctl_write_begin(c);
-  if (gq_kclient_patch(c->kc, path, "merge", body, status_done, x) != 0) {
+  if (gq_kclient_patch_how(c->kc, path, "merge", body, CTL_REPORT,
+                           status_done, x) != 0) {
     ctl_write_end(c);
     c->s_inflight--;
     cj->status_inflight = 0;
@@ -330,8 +333,9 @@ static void send_event(struct ctl *c)
   if (obj) {
     c->ev_inflight++;
     ctl_write_begin(c);
-    if (gq_kclient_event(c->kc, obj, e->type, e->reason, e->msg,
-                         GQ_CTL_COMPONENT, event_done, c) != 0) {
+    if (gq_kclient_event_how(c->kc, obj, e->type, e->reason, e->msg,
+                             GQ_CTL_COMPONENT, CTL_REPORT, event_done,
+                             c) != 0) {
       ctl_write_end(c);
       c->ev_inflight--;
     }
@@ -432,49 +436,52 @@ void status_finalizer(struct ctl *c, struct cjob *cj, const json_t *obj,
   snprintf(path, sizeof(path), "/apis/%s/%s/namespaces/%s/gpujobs/%s",
            GQ_GROUP, GQ_VERSION, cj->ns, cj->name);
   ctl_write_begin(c);
-  if (gq_kclient_patch(c->kc, path, "json", patch, fin_done, c) != 0)
+  if (gq_kclient_patch_how(c->kc, path, "json", patch, CTL_WORK, fin_done,
+                           c) != 0)
     ctl_write_end(c);
   json_decref(patch);
 }
 
 /* ---- queue positions -------------------------------------------------- */
 
-void status_positions(struct ctl *c, struct cteam *t, size_t upto)
+/* Writes queue[i]'s position if the policy says so; returns 1 if it did. */
+static int position(struct ctl *c, struct cteam *t, size_t i)
 {
-  for (size_t i = 0; i < t->n && i < upto; i++) {
-    struct cjob *cj = t->q[i];
+  struct cjob *cj = t->q[i];
 
-    if (cj->position != (int64_t)i + 1) {
-      cj->position = (int64_t)i + 1;
-      status_flush(c, cj);
-    }
-  }
+  if (!gq_position_due(cj->position, (int64_t)i + 1,
+                           GQ_CTL_POSITIONS_NOW))
+    return 0;
+  cj->position = (int64_t)i + 1;
+  status_flush(c, cj);
+  return 1;
 }
 
-/* Refreshes up to SWEEP_MAX positions beyond the first ones, resuming
- * where the last sweep stopped (over all teams, in name order of the
- * hash's iteration). */
+void status_positions(struct ctl *c, struct cteam *t, size_t upto)
+{
+  for (size_t i = 0; i < t->n && i < upto; i++)
+    position(c, t, i);
+}
+
+/* Refreshes the coarse positions beyond the first ones: looks at up to
+ * SWEEP_SCAN jobs and writes up to SWEEP_MAX of them, resuming where the
+ * last sweep stopped (over all teams, in the hash's iteration order). */
 void status_sweep(struct ctl *c)
 {
   struct cteam *t, *tt;
-  size_t seen = 0, done = 0, start = c->sweep_cursor;
+  size_t seen = 0, looked = 0, done = 0, start = c->sweep_cursor;
 
   HASH_ITER(hh, c->teams, t, tt)
     status_positions(c, t, GQ_CTL_POSITIONS_NOW);
   HASH_ITER(hh, c->teams, t, tt) {
     for (size_t i = GQ_CTL_POSITIONS_NOW; i < t->n; i++, seen++) {
-      struct cjob *cj = t->q[i];
-
       if (seen < start)
         continue;
-      if (done++ >= SWEEP_MAX) {
+      if (looked++ >= SWEEP_SCAN || done >= SWEEP_MAX) {
         c->sweep_cursor = seen;
         return;
       }
-      if (cj->position != (int64_t)i + 1) {
-        cj->position = (int64_t)i + 1;
-        status_flush(c, cj);
-      }
+      done += (size_t)position(c, t, i);
     }
   }
   c->sweep_cursor = 0;
@@ -535,17 +542,22 @@ struct quota_ctx {
   char *team;
 };
 
-/* One TeamQuota status patch at a time: the next pass compares again with
- * what the informer then shows (the patch's result), so nothing is resent
- * while a write is still on its way. */
+/* One TeamQuota status patch at a time, at most one a second per quota,
+ * and never the same status twice (the informer may not show the last one
+ * yet when the next pass compares): the next pass compares again. */
 static void quota_done(int rc, const struct gq_k8s_status *st,
                        const json_t *obj, void *arg)
 {
   struct quota_ctx *x = arg;
+  struct cteam *t = ctl_team(x->c, x->team);
 
   (void)obj;
   ctl_write_end(x->c);
-  ctl_team(x->c, x->team)->qs_inflight = 0;
+  t->qs_inflight = 0;
+  if (rc != 0) { /* not written: it may be sent again */
+    json_decref(t->qs_sent);
+    t->qs_sent = NULL;
+  }
   if (rc != 0 && rc != GQ_ENOTFOUND)
     ctl_api_error(x->c, "patch", "teamquota status", rc, st);
   ctl_schedule_pass(x->c);
@@ -565,8 +577,9 @@ static void quota_status(const json_t *obj, void *typed, void *arg)
   json_t *want = json_object(), *conds = json_array(), *patch, *body;
   char err[GQ_DEC_MSG_MAX], path[400];
   struct quota_ctx *x;
+  struct cteam *team = name ? ctl_team(c, name) : NULL;
 
-  if (!name || ctl_team(c, name)->qs_inflight) {
+  if (!team || team->qs_inflight || gq_clock_mono_ms() - team->qs_ms < 1000) {
     json_decref(want);
     json_decref(conds);
     return;
@@ -626,22 +639,29 @@ static void quota_status(const json_t *obj, void *typed, void *arg)
   json_object_set_new(want, "conditions", conds);
   json_object_set_new(want, "observedGeneration", json_integer(gen));
   patch = diff(cur, want);
-  json_decref(want);
-  if (json_object_size(patch) == 0) {
+  if (json_object_size(patch) == 0 ||
+      (team->qs_sent && json_equal(team->qs_sent, want))) {
     json_decref(patch);
+    json_decref(want);
     return;
   }
+  json_decref(team->qs_sent);
+  team->qs_sent = want;
+  team->qs_ms = gq_clock_mono_ms();
   body = json_pack("{s:o}", "status", patch);
   snprintf(path, sizeof(path), "/apis/%s/%s/teamquotas/%s/status", GQ_GROUP,
            GQ_VERSION, name);
   x = gq_xcalloc(1, sizeof(*x));
   x->c = c;
   x->team = gq_xstrdup(name);
-  ctl_team(c, name)->qs_inflight = 1;
+  team->qs_inflight = 1;
   ctl_write_begin(c);
-  if (gq_kclient_patch(c->kc, path, "merge", body, quota_done, x) != 0) {
+  if (gq_kclient_patch_how(c->kc, path, "merge", body, CTL_REPORT,
+                           quota_done, x) != 0) {
     ctl_write_end(c);
-    ctl_team(c, name)->qs_inflight = 0;
+    team->qs_inflight = 0;
+    json_decref(team->qs_sent);
+    team->qs_sent = NULL;
     free(x->team);
     free(x);
   }
@@ -703,9 +723,10 @@ void status_node(struct ctl *c, const json_t *obj, const struct gq_node *n)
   }
   GQ_LOG(lost ? GQ_WARN : GQ_INFO, &lc, "node %s: %s", n->meta.name, msg);
   ctl_write_begin(c);
-  if (gq_kclient_event(c->kc, obj, lost ? "Warning" : "Normal",
-                       lost ? "GPUCapacityLost" : "GPUCapacityRestored", msg,
-                       GQ_CTL_COMPONENT, node_event_done, c) != 0)
+  if (gq_kclient_event_how(c->kc, obj, lost ? "Warning" : "Normal",
+                           lost ? "GPUCapacityLost" : "GPUCapacityRestored",
+                           msg, GQ_CTL_COMPONENT, CTL_REPORT, node_event_done,
+                           c) != 0)
     ctl_write_end(c);
 }
 

@@ -614,6 +614,10 @@ static void test_terminating_holds(void **state)
       json_array_get(items, 0), "metadata"), "name"));
   snprintf(pod, sizeof(pod), "/api/v1/namespaces/team-a/pods/%s", pname);
   json_decref(items);
+  /* the TeamQuota shows the holder's GPUs (its status is written at most
+   * once a second) before the pod goes */
+  assert_true(gq_test_wait_field(&env.sim, TQ "/team-a", "status.usedGPUs",
+                                 "8", WAIT_MS));
   json_decref(gq_test_sim_call(&env.sim, "DELETE", pod,
                                "{\"gracePeriodSeconds\":40}", 200));
   /* while the pod exists (terminating), waiter stays queued, podless */
