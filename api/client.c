@@ -53,6 +53,7 @@ struct kreq {
   int no_body;               /* a 2xx body is not parsed (obj NULL) */
   int queued;                /* in c->qh[prio] */
   int on_wire;               /* counted in c->inflight */
+  void (*sent)(void *arg);   /* not yet called; NULL once it has been */
   gq_kclient_cb cb;
   void *arg;
   struct gq_backoff bo;
@@ -311,6 +312,12 @@ static void start_req(struct kreq *r)
     c->inflight++;
     c->inflight_low += r->prio == GQ_KPRIO_LOW;
   }
+  if (r->sent) {
+    void (*sent)(void *) = r->sent;
+
+    r->sent = NULL; /* once, not again for a retry */
+    sent(r->arg);
+  }
 }
 
 /* Whether r may go on the wire now (watches always may). */
@@ -415,6 +422,7 @@ static struct kreq *new_req(struct gq_kclient *c, const char *method,
   r->prio = how && how->prio >= 0 && how->prio < GQ_KPRIO_N ? how->prio
                                                           : GQ_KPRIO_NORMAL;
   r->no_body = how && how->no_body;
+  r->sent = how ? how->sent : NULL;
   r->method = gq_xstrdup(method);
   r->url = gq_xasprintf("%s%s", c->cfg->server, path);
   if (body) {

@@ -66,6 +66,11 @@ struct gq_kclient_call {
   enum gq_kclient_prio prio;
   int no_body; /* the callback ignores the body of a success: it is not
                   parsed and obj is NULL (errors are still decoded) */
+  /* NULL, or called once, with the request's arg, when the request first
+   * goes on the wire (it has its token and its place in the window): the
+   * end of the caller's own latency, before the server's. Never after the
+   * request's callback. */
+  void (*sent)(void *arg);
 };
 
 /* The outcome of a call: rc 0, or a negative GQ_E* (GQ_ENOTFOUND,

@@ -281,6 +281,8 @@ static void admitted(int rc, const char *state, long long value, void *arg)
   ctl_write_end(c);
   if (x->k->inflight)
     x->k->inflight--;
+  if (!x->k->inflight && !x->k->rebuilt)
+    ctl_schedule_pass(c); /* the rebuild waited for this */
   if (rc == 0 && !strcmp(state, "ok"))
     x->k->ver = value;
   if (!ok) {

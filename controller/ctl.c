@@ -119,7 +119,7 @@ static struct cjob *job_for(struct ctl *c, const json_t *obj)
     cj->name = gq_xstrdup(ctl_meta_str(obj, "name"));
     cj->key = gq_xasprintf("%s/%s", cj->ns, cj->name);
     cj->eta_ms = -1;
-    cj->expected_s = -1;
+    cj->expected_s = cj->deadline_s = cj->startup_s = -1;
     /* arrival stamp, strictly increasing in watch (= creation) order:
      * adopt() orders jobs created within one second with it */
     cj->queued_ms = gq_clock_now_ms();
@@ -277,7 +277,17 @@ static void quota_add(const json_t *o, void *arg)
 }
 static void quota_update(const json_t *old, const json_t *o, void *arg)
 {
-  (void)old;
+  json_int_t g0 = json_integer_value(
+                 json_object_get(json_object_get(old, "metadata"), "generation")),
+             g1 = json_integer_value(
+                 json_object_get(json_object_get(o, "metadata"), "generation"));
+
+  /* a status-only update (gpuq's own TeamQuota status writes: the
+   * generation is unchanged) changes nothing its jobs depend on: marking
+   * every job of the team for each one made passes of thousands of
+   * reconciles */
+  if (g1 > 0 && g0 == g1)
+    return;
   quota_changed(o, arg);
 }
 
@@ -566,7 +576,11 @@ static int cohorts_ready(struct ctl *c)
     if (k->rebuilt)
       continue;
     all = 0;
-    if (!k->rebuilding && c->redis_ready)
+    /* not while admits or releases are in flight: the objects' side is
+     * read now and Redis's over several round trips, so one applied
+     * meanwhile would count as drift and be "repaired" back (and admits
+     * refused after a stale one roll back first) */
+    if (!k->rebuilding && !k->inflight && c->redis_ready)
       rebuild(c, k);
   }
   return all;
@@ -866,7 +880,9 @@ struct gq_ctl *gq_ctl_new(uv_loop_t *loop, struct gq_kclient *kc,
   c->m_freed_to_create = gq_metrics_histogram(m,
       "gpuq_freed_to_create_seconds", "Time from the oldest pod freeing "
       "capacity (finished or gone) that no create has answered yet to the "
-      "return of the next successful pod create (real seconds).",
+      "next pod create going on the wire to the API server, after the "
+      "client's rate limit and window (real seconds; the server's own time "
+      "is not in it).",
       0, NULL, lat_buckets, sizeof(lat_buckets) / sizeof(lat_buckets[0]));
   c->m_passes = gq_metrics_counter(m, "gpuq_admission_passes_total",
       "Admission passes run.", 0, NULL);

@@ -65,6 +65,8 @@ struct cjob {
   int64_t gpus;
   int32_t replicas;
   int64_t expected_s; /* expectedDurationSeconds or -1 */
+  int64_t deadline_s, startup_s; /* activeDeadlineSeconds and
+                                    startupTimeoutSeconds, or -1 (none) */
   uint32_t shape;     /* hash of what placement looks at */
   int64_t queued_ms, admitted_ms, start_ms, completion_ms, first_start_ms;
   int64_t attempt;   /* the current (or last) pod generation */
@@ -224,8 +226,8 @@ struct ctl {
  * writes that start or stop work (pods, Services, finalizers) go first,
  * reports (status, events, TeamQuota status) last; none of these callers
  * reads the body of a success. */
-#define CTL_WORK (&(const struct gq_kclient_call){GQ_KPRIO_HIGH, 1})
-#define CTL_REPORT (&(const struct gq_kclient_call){GQ_KPRIO_LOW, 1})
+#define CTL_WORK (&(const struct gq_kclient_call){GQ_KPRIO_HIGH, 1, NULL})
+#define CTL_REPORT (&(const struct gq_kclient_call){GQ_KPRIO_LOW, 1, NULL})
 
 /* ctl.c */
 /* metadata.<k> of an object as a string, "" when absent (borrowed). */
@@ -243,9 +245,9 @@ void ctl_write_begin(struct ctl *c);
 void ctl_write_end(struct ctl *c);
 void ctl_api_error(struct ctl *c, const char *verb, const char *what, int rc,
                    const struct gq_k8s_status *st);
-/* A pod create returned success: observes the time since the oldest
- * unanswered free in gpuq_freed_to_create_seconds and drops it (nothing if
- * no free waits). */
+/* A pod create went on the wire (api/client.h's sent hook): observes the
+ * time since the oldest unanswered free in gpuq_freed_to_create_seconds and
+ * drops it (nothing if no free waits). */
 void ctl_refilled(struct ctl *c);
 
 /* jobs.c */

@@ -251,7 +251,7 @@ void jobs_pod_seen(struct ctl *c, const json_t *pod, int present)
     cj->ns = gq_xstrdup(ns);
     cj->name = gq_xstrdup(job);
     cj->key = gq_xasprintf("%s/%s", ns, job);
-    cj->eta_ms = cj->expected_s = -1;
+    cj->eta_ms = cj->expected_s = cj->deadline_s = cj->startup_s = -1;
     HASH_ADD_KEYPTR(hh, c->jobs, cj->uid, strlen(cj->uid), cj);
   }
   snprintf(key, sizeof(key), "%s/%s", ns, name);
@@ -508,9 +508,7 @@ static void created_one(struct ctl *c, struct create_ctx *x, int ok)
   struct cjob *cj = ctl_job(c, x->uid);
 
   c->creating--;
-  if (ok)
-    ctl_refilled(c);
-  else
+  if (!ok)
     forget_assumed(c, x->pod_key);
   if (cj && cj->attempt == x->attempt && cj->creates_left > 0) {
     cj->creates_left--;
@@ -550,6 +548,14 @@ static void owner_checked(int rc, const struct gq_k8s_status *st,
     GQ_LOG(GQ_WARN, &lc, "pod %s exists and is not owned by job uid %s",
            x->pod_key, x->uid);
   created_one(x->c, x, rc == 0 && ours);
+}
+
+/* The create is on the wire: the refill is out of gpuq's hands. */
+static void pod_sent(void *arg)
+{
+  struct create_ctx *x = arg;
+
+  ctl_refilled(x->c);
 }
 
 static void pod_created(int rc, const struct gq_k8s_status *st,
@@ -665,6 +671,7 @@ void jobs_unassume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
  * each pod in the capacity snapshot until the pod informer shows it. */
 void jobs_create_pods(struct ctl *c, struct cjob *cj)
 {
+  static const struct gq_kclient_call how = {GQ_KPRIO_HIGH, 1, pod_sent};
   const struct gq_gpujob *j = ctl_job_spec(c, cj);
   char coll[400], name[GQ_POD_NAME_MAX + 1];
 
@@ -711,7 +718,7 @@ void jobs_create_pods(struct ctl *c, struct cjob *cj)
     x->attempt = cj->attempt;
     ctl_write_begin(c);
     c->creating++;
-    if (gq_kclient_create_how(c->kc, coll, pod, CTL_WORK, pod_created, x))
+    if (gq_kclient_create_how(c->kc, coll, pod, &how, pod_created, x))
       created_one(c, x, 0);
     json_decref(pod);
   }
@@ -828,6 +835,8 @@ static void refresh(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
   cj->gpus = j->gpus;
   cj->replicas = j->replicas;
   cj->expected_s = j->expected_duration_s;
+  cj->deadline_s = j->active_deadline_s;
+  cj->startup_s = j->startup_timeout_s;
   cj->priority = j->priority;
   if (j->priority_class) {
     const json_t *pc = gq_informer_get(c->inf_pcs, j->priority_class);
@@ -1085,25 +1094,30 @@ void jobs_reconcile(struct ctl *c, struct cjob *cj)
 void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms)
 {
   struct cjob *cj, *tmp;
+  struct cteam *t, *tt;
   int64_t dt = c->tick_ms && now_ms > c->tick_ms ? now_ms - c->tick_ms : 0;
 
   c->tick_ms = now_ms;
+  /* GPU-seconds allocated, for cost reports: a team's use per flavor is
+   * the sum of its admitted jobs' GPUs (one add per team and flavor, not
+   * one per job) */
+  HASH_ITER(hh, c->teams, t, tt)
+    for (size_t i = 0; dt && i < t->n_use; i++) {
+      const char *l[] = {t->name, t->use[i].key};
+
+      if (t->use[i].gpus)
+        gq_metric_add(c->m_gpu_seconds, l,
+                      (double)(t->use[i].gpus * dt) / 1000.0);
+    }
+  /* the limits come from the cached spec values (refresh()), not a lookup
+   * of every admitted job's object twice a second */
   HASH_ITER(hh, c->jobs, cj, tmp) {
-    const struct gq_gpujob *j;
     int64_t at;
 
-    if (cj->has_adm && dt) { /* GPU-seconds allocated, for cost reports */
-      const char *l[] = {cj->team, cj->flavor};
-
-      gq_metric_add(c->m_gpu_seconds, l, (double)(cj->gpus * dt) / 1000.0);
-    }
-    if (cj->state != CJ_ACTIVE)
+    if (cj->state != CJ_ACTIVE || cj->gone)
       continue;
-    j = ctl_job_spec(c, cj);
-    if (!j)
-      continue;
-    if (j->active_deadline_s >= 0 && cj->first_start_ms) {
-      at = cj->first_start_ms + j->active_deadline_s * 1000;
+    if (cj->deadline_s >= 0 && cj->first_start_ms) {
+      at = cj->first_start_ms + cj->deadline_s * 1000;
       if (at <= now_ms) {
         teardown(c, cj, TD_DEADLINE, "spec.activeDeadlineSeconds passed");
         continue;
@@ -1111,8 +1125,8 @@ void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms)
       if (*next_ms < 0 || at < *next_ms)
         *next_ms = at;
     }
-    if (j->startup_timeout_s >= 0 && !cj->running && cj->admitted_ms) {
-      at = cj->admitted_ms + j->startup_timeout_s * 1000;
+    if (cj->startup_s >= 0 && !cj->running && cj->admitted_ms) {
+      at = cj->admitted_ms + cj->startup_s * 1000;
       if (at <= now_ms) {
         teardown(c, cj, TD_STARTUP, "replicas not all Running within "
                  "spec.startupTimeoutSeconds");

@@ -560,6 +560,7 @@ static void test_rate_limit(void **state)
 struct ordered {
   struct result r;
   int *seq, at; /* at: 1-based completion rank */
+  int sent;     /* times the sent hook ran */
 };
 
 static void on_ordered(int rc, const struct gq_k8s_status *st,
@@ -567,8 +568,17 @@ static void on_ordered(int rc, const struct gq_k8s_status *st,
 {
   struct ordered *o = arg;
 
+  assert_int_equal(o->sent, 1); /* on the wire before it can end */
   on_result(rc, st, obj, &o->r);
   o->at = ++*o->seq;
+}
+
+static void on_sent(void *arg)
+{
+  struct ordered *o = arg;
+
+  assert_false(o->r.done);
+  o->sent++;
 }
 
 /* Runs the loop until every o[i] is done, checking that the client never
@@ -596,14 +606,15 @@ static unsigned run_all(struct gq_kclient *c, struct ordered *o, int n,
 /* The next token goes to the waiting request of the highest priority, and
  * the window bounds the requests on the wire: with one token at a time
  * (and then one request at a time), the first low-priority request goes,
- * then every high one, then the other low ones, each group in order. A
- * success without body parsing gives no object; an error is still
- * decoded. */
+ * then every high one, then the other low ones, each group in order; the
+ * sent hook runs once for each, before its callback. A success without
+ * body parsing gives no object; an error is still decoded. */
 static void test_priorities_and_window(void **state)
 {
-  static const struct gq_kclient_call low = {GQ_KPRIO_LOW, 0},
-                                      high = {GQ_KPRIO_HIGH, 0},
-                                      nobody = {GQ_KPRIO_NORMAL, 1};
+  static const struct gq_kclient_call low = {GQ_KPRIO_LOW, 0, on_sent},
+                                      high = {GQ_KPRIO_HIGH, 0, on_sent},
+                                      normal = {GQ_KPRIO_NORMAL, 0, on_sent},
+                                      nobody = {GQ_KPRIO_NORMAL, 1, NULL};
   struct gq_kubeconfig cfg;
   struct gq_kclient_opts o1 = {.qps = 20, .burst = 1};
   struct gq_kclient_opts o2 = {.qps = -1, .max_inflight = 1};
@@ -643,7 +654,8 @@ static void test_priorities_and_window(void **state)
   seq = 0;
   for (int i = 0; i < 8; i++) {
     q[i].seq = &seq;
-    gq_kclient_get(c, "/version", on_ordered, &q[i]);
+    gq_kclient_request_how(c, "GET", "/version", NULL, NULL, &normal,
+                           on_ordered, &q[i]);
   }
   assert_int_equal(run_all(c, q, 8, 3), 3);
   for (int i = 0; i < 8; i++)
