@@ -835,7 +835,7 @@ struct gq_ctl *gq_ctl_new(uv_loop_t *loop, struct gq_kclient *kc,
   if (c->o.audit_s <= 0)
     c->o.audit_s = 60;
   if (c->o.sweep_ms <= 0)
-    c->o.sweep_ms = 1000;
+    c->o.sweep_ms = 100;
   g_product_label = c->o.product_label;
   uv_timer_init(loop, &c->pass_timer);
   uv_timer_init(loop, &c->tick_timer);

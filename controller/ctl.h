@@ -36,7 +36,7 @@ struct gq_ctl_opts {
   int leader_elect;            /* campaign for the Lease below first */
   const char *lease_ns, *lease_name, *identity;
   int64_t audit_s;             /* ledger audit period (real s); 0 = 60 */
-  int64_t sweep_ms;            /* background position sweep period; 0 = 1000 */
+  int64_t sweep_ms;            /* background position sweep period; 0 = 100 */
   struct gq_metrics *metrics;  /* borrowed; metrics are registered on it */
 };
 

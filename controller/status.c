@@ -21,8 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SWEEP_MAX 500      /* positions written per sweep */
-#define SWEEP_SCAN 20000   /* queued jobs looked at per sweep */
+#define SWEEP_MAX 500      /* positions written per second by the sweep */
+#define SWEEP_SCAN 20000   /* queued jobs it looks at per second */
 #define STATUS_INFLIGHT 16 /* status writes in flight at once */
 #define EVENTS_INFLIGHT 8  /* event writes in flight at once */
 #define EVENTS_QUEUED 10000 /* events waiting; more are dropped */
@@ -463,21 +463,37 @@ void status_positions(struct ctl *c, struct cteam *t, size_t upto)
     position(c, t, i);
 }
 
-/* Refreshes the coarse positions beyond the first ones: looks at up to
- * SWEEP_SCAN jobs and writes up to SWEEP_MAX of them, resuming where the
- * last sweep stopped (over all teams, in the hash's iteration order). */
+/* One slice of the background sweep (every sweep_ms): the first positions
+ * of each team if a second has passed since they were last refreshed (by
+ * a pass or a slice), then the coarse ones beyond: it looks at up to
+ * SWEEP_SCAN and writes up to SWEEP_MAX jobs a second, in slices of
+ * sweep_ms (small slices: a freed slot is refilled on the next loop turn,
+ * not after a long sweep), resuming where the last slice stopped (over all
+ * teams, in the hash's iteration order). */
 void status_sweep(struct ctl *c)
 {
   struct cteam *t, *tt;
   size_t seen = 0, looked = 0, done = 0, start = c->sweep_cursor;
+  size_t scan = (size_t)(SWEEP_SCAN * c->o.sweep_ms / 1000) + 1;
+  size_t max = (size_t)(SWEEP_MAX * c->o.sweep_ms / 1000) + 1;
 
-  HASH_ITER(hh, c->teams, t, tt)
-    status_positions(c, t, GQ_CTL_POSITIONS_NOW);
+  if (gq_clock_mono_ms() - c->pos_ms >= 1000) {
+    c->pos_ms = gq_clock_mono_ms();
+    HASH_ITER(hh, c->teams, t, tt)
+      status_positions(c, t, GQ_CTL_POSITIONS_NOW);
+  }
   HASH_ITER(hh, c->teams, t, tt) {
+    size_t beyond = t->n > GQ_CTL_POSITIONS_NOW ? t->n - GQ_CTL_POSITIONS_NOW
+                                                : 0;
+
+    if (seen + beyond <= start) { /* swept in an earlier slice */
+      seen += beyond;
+      continue;
+    }
     for (size_t i = GQ_CTL_POSITIONS_NOW; i < t->n; i++, seen++) {
       if (seen < start)
         continue;
-      if (looked++ >= SWEEP_SCAN || done >= SWEEP_MAX) {
+      if (looked++ >= scan || done >= max) {
         c->sweep_cursor = seen;
         return;
       }
