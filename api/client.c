@@ -368,7 +368,12 @@ static void pump(struct gq_kclient *c)
         r = c->qh[p];
     if (!r)
       return;
-    wait = gq_ratelimit_try(&c->rl, gq_clock_mono_ms());
+    /* reports leave a tenth of the burst to the others, so that a pod
+     * create finds a token at once while status writes keep the bucket
+     * drained */
+    wait = gq_ratelimit_try_above(&c->rl, gq_clock_mono_ms(),
+                                  r->prio == GQ_KPRIO_LOW ? c->o.burst / 10
+                                                          : 0);
     if (wait > 0) {
       if (!uv_is_active((uv_handle_t *)&c->rl_timer))
         uv_timer_start(&c->rl_timer, on_rl_timer, (uint64_t)wait, 0);

@@ -811,16 +811,24 @@ int64_t gq_ratelimit_reserve(struct gq_ratelimit *r, int64_t now_ms)
 
 int64_t gq_ratelimit_try(struct gq_ratelimit *r, int64_t now_ms)
 {
-  double wait;
+  return gq_ratelimit_try_above(r, now_ms, 0);
+}
+
+int64_t gq_ratelimit_try_above(struct gq_ratelimit *r, int64_t now_ms,
+                               int keep)
+{
+  double need = 1.0 + (keep > 0 ? keep : 0), wait;
 
   if (r->qps <= 0)
     return 0;
+  if (need > r->burst) /* the bucket never holds that many */
+    need = r->burst;
   refill(r, now_ms);
-  if (r->tokens >= 1.0) {
+  if (r->tokens >= need) {
     r->tokens -= 1.0;
     return 0;
   }
-  wait = ceil((1.0 - r->tokens) * 1000.0 / r->qps - 1e-6);
+  wait = ceil((need - r->tokens) * 1000.0 / r->qps - 1e-6);
   if (wait < 1)
     wait = 1;
   return wait < 9e18 ? (int64_t)wait : INT64_MAX;

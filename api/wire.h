@@ -243,6 +243,14 @@ int64_t gq_ratelimit_reserve(struct gq_ratelimit *r, int64_t now_ms);
  * arrival order as gq_ratelimit_reserve() does. */
 int64_t gq_ratelimit_try(struct gq_ratelimit *r, int64_t now_ms);
 
+/* gq_ratelimit_try() that leaves at least keep tokens in the bucket (keep
+ * >= 0; 0 is gq_ratelimit_try()): for requests of a low priority, so that a
+ * request of a higher priority finds a token at once while the low ones
+ * keep the bucket drained. Returns 0 (token taken) or the ms until the
+ * bucket holds keep + 1 tokens. */
+int64_t gq_ratelimit_try_above(struct gq_ratelimit *r, int64_t now_ms,
+                               int keep);
+
 /* ---- watch timeout ------------------------------------------------------ */
 
 /* Returns the timeoutSeconds for the next watch request: the reflector's

@@ -1233,6 +1233,20 @@ static void test_ratelimit_try(void **state)
   assert_int_equal(gq_ratelimit_reserve(&r, 0), 100);
   assert_int_equal(gq_ratelimit_try(&r, 0), 200);
   assert_int_equal(gq_ratelimit_try(&r, 200), 0);
+  /* keeping 2 of a burst of 4: the low ones take 2, the others the rest */
+  gq_ratelimit_init(&r, 10, 4, 0);
+  assert_int_equal(gq_ratelimit_try_above(&r, 0, 2), 0);
+  assert_int_equal(gq_ratelimit_try_above(&r, 0, 2), 0);
+  assert_int_equal(gq_ratelimit_try_above(&r, 0, 2), 100); /* 3 needed */
+  assert_int_equal(gq_ratelimit_try(&r, 0), 0);
+  assert_int_equal(gq_ratelimit_try(&r, 0), 0);
+  assert_int_equal(gq_ratelimit_try(&r, 0), 100);
+  assert_int_equal(gq_ratelimit_try_above(&r, 0, 2), 300);
+  assert_int_equal(gq_ratelimit_try_above(&r, 300, 2), 0);
+  /* keep beyond the burst is the burst: still one at a time when full */
+  gq_ratelimit_init(&r, 10, 2, 0);
+  assert_int_equal(gq_ratelimit_try_above(&r, 0, 5), 0);
+  assert_int_equal(gq_ratelimit_try_above(&r, 0, 5), 100);
 }
 
 /* ---- watch timeout ------------------------------------------------------ */
