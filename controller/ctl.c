@@ -715,6 +715,8 @@ static void audit_read(int rc, long long version,
   } else {
     const char *labels[] = {k->name};
 
+    GQ_LOG(GQ_DEBUG, &lc, "ledger audit of cohort %s: no drift (version "
+           "%lld)", k->name, version);
     gq_metric_set(c->m_drift, labels, 0);
     if (version != x->ver && k->ver == x->ver && !k->inflight)
       k->ver = version; /* nothing sent since the read: Redis's is right */

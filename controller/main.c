@@ -6,6 +6,7 @@
  *                   [--lease-namespace NS] [--lease-name N] [--identity ID]
  *                   [--gpu-product-label KEY] [--topology-key KEY]
  *                   [--kube-qps Q] [--kube-burst B]
+ *                   [--ledger-audit-seconds N]
  *                   [--time-scale S --time-epoch E] [--log-level L]
  *   gpuq-controller [--kubeconfig PATH] [--context C] --check-connection
  *
@@ -42,8 +43,8 @@ static void usage(FILE *f)
       "         [--redis-prefix P] [--metrics-addr HOST:PORT] [--health-addr HOST:PORT]\n"
       "         [--leader-elect] [--lease-namespace NS] [--lease-name NAME]\n"
       "         [--identity ID] [--gpu-product-label KEY] [--topology-key KEY]\n"
-      "         [--kube-qps Q] [--kube-burst B] [--time-scale S --time-epoch E]\n"
-      "         [--log-level L]\n"
+      "         [--kube-qps Q] [--kube-burst B] [--ledger-audit-seconds N]\n"
+      "         [--time-scale S --time-epoch E] [--log-level L]\n"
       "       gpuq-controller [--kubeconfig PATH] [--context NAME] --check-connection\n");
 }
 
@@ -258,6 +259,10 @@ int main(int argc, char **argv)
       if (parse_num(f, v, 1, 1000000, &n) != 0)
         return 2;
       ko.burst = (int)n;
+    } else if (v && !strcmp(f, "--ledger-audit-seconds") && ++i) {
+      if (parse_num(f, v, 1, 86400, &n) != 0)
+        return 2;
+      co.audit_s = n;
     } else if (v && !strcmp(f, "--log-level") && ++i) {
       if (gq_log_parse_level(v, &lvl) != 0) {
         fprintf(stderr, "gpuq-controller: --log-level: want debug, info, "
