@@ -427,16 +427,22 @@ static long long redis_eval(const char *script)
   return v;
 }
 
+/* GPUs the Redis ledger counts as used, over every team and flavor. */
+static long long ledger_used(void)
+{
+  return redis_eval(
+      "local s=0 for _,k in ipairs(redis.call('KEYS','gpuq:*:use:*')) do "
+      "for _,v in ipairs(redis.call('HVALS',k)) do s=s+tonumber(v) end end "
+      "return s");
+}
+
 /* Invariant 3: after every job has ended, no admission is left and every
  * team's usage is 0 (and the ledger was used at all). */
 static void assert_ledger_empty(void)
 {
   assert_true(redis_eval("return #redis.call('KEYS','gpuq:*:ver')") >= 1);
   assert_int_equal(redis_eval("return #redis.call('KEYS','gpuq:*:adm:*')"), 0);
-  assert_int_equal(redis_eval(
-      "local s=0 for _,k in ipairs(redis.call('KEYS','gpuq:*:use:*')) do "
-      "for _,v in ipairs(redis.call('HVALS',k)) do s=s+tonumber(v) end end "
-      "return s"), 0);
+  assert_int_equal(ledger_used(), 0);
 }
 
 static void assert_report(long long misses)
@@ -903,15 +909,6 @@ static int log_has(const char *path, const char *needle)
 
   free(text);
   return hit;
-}
-
-/* GPUs the Redis ledger counts as used, over every team and flavor. */
-static long long ledger_used(void)
-{
-  return redis_eval(
-      "local s=0 for _,k in ipairs(redis.call('KEYS','gpuq:*:use:*')) do "
-      "for _,v in ipairs(redis.call('HVALS',k)) do s=s+tonumber(v) end end "
-      "return s");
 }
 
 /* The periodic ledger audit (--ledger-audit-seconds 1): while a job runs,
