@@ -16,6 +16,8 @@
 #include <string.h>
 
 #define TOKEN_RELOAD_MS 60000 /* client-go re-reads token files each minute */
+#define MAX_INFLIGHT 64       /* requests on the wire at once (default) */
+#define MAX_INFLIGHT_LOW 4    /* of which low-priority ones (default) */
 
 struct kreq;
 
@@ -32,6 +34,12 @@ struct gq_kclient {
   int exec_running;
   struct kreq *waiting;       /* requests waiting for exec credentials */
   struct kreq *reqs;          /* every live request */
+  /* requests waiting for a token of the bucket or a place in the window,
+   * one FIFO per priority; the highest non-empty one goes first */
+  struct kreq *qh[GQ_KPRIO_N], *qt[GQ_KPRIO_N];
+  unsigned inflight;          /* requests on the wire (watches not counted) */
+  unsigned inflight_low;      /* of which GQ_KPRIO_LOW */
+  uv_timer_t rl_timer;        /* when the bucket has the next token */
   char auth[300];
   int closing, pending_closes;
 };
@@ -41,13 +49,17 @@ struct kreq {
   char *method, *url, *body, *ctype;
   size_t body_len;
   int idempotent, attempt, reauth;
-  int admitted;              /* the rate limiter's token is taken */
+  enum gq_kclient_prio prio;
+  int no_body;               /* a 2xx body is not parsed (obj NULL) */
+  int queued;                /* in c->qh[prio] */
+  int on_wire;               /* counted in c->inflight */
+  void (*sent)(void *arg);   /* not yet called; NULL once it has been */
   gq_kclient_cb cb;
   void *arg;
   struct gq_backoff bo;
   uv_timer_t timer;
   struct gq_hcall *call;
-  struct kreq *next, *prev, *wnext;
+  struct kreq *next, *prev, *wnext, *qnext;
   struct gq_kwatch *watch;   /* set for watch streams */
 };
 
@@ -65,6 +77,7 @@ static const struct gq_lc lc = {"api", "request", NULL};
 
 static void send_req(struct kreq *r);
 static void fail_req(struct kreq *r, int rc, struct gq_k8s_status *st);
+static void pump(struct gq_kclient *c);
 
 /* --- credentials --- */
 
@@ -229,37 +242,45 @@ static void on_done(int rc, long status, const char *body, size_t len,
                     const char *retry_after, const char *err, void *arg)
 {
   struct kreq *r = arg;
+  struct gq_kclient *c = r->c;
   struct gq_k8s_status st;
   json_t *obj = NULL;
   int64_t delay = 0;
 
   r->call = NULL;
+  if (r->on_wire) {
+    r->on_wire = 0;
+    c->inflight--;
+    c->inflight_low -= r->prio == GQ_KPRIO_LOW;
+  }
   memset(&st, 0, sizeof(st));
-  if (rc == GQ_ECANCELED || r->c->closing) {
+  if (rc == GQ_ECANCELED || c->closing) {
     snprintf(st.message, sizeof(st.message), "canceled");
     finish_req(r, GQ_ECANCELED, &st, NULL);
     return;
   }
-  if (rc == 0)
-    rc = gq_status_decode(status, body, len, &st);
-  else
+  if (rc == 0) {
+    /* parsed once, for the Status and the callback; not at all for a
+     * success whose caller said it ignores the body */
+    if (len && !(r->no_body && status >= 200 && status < 300))
+      obj = json_loadb(body, len, 0, NULL);
+    rc = gq_status_decode_doc(status, body, len, obj, &st);
+  } else {
     transport_message(r, rc, err, &st);
-  if (rc == GQ_EUNAUTHORIZED && r->c->cfg->exec && !r->reauth++) {
-    r->c->cred.expires_ms = 1; /* expired: run the plugin again */
-    later(r, 0);
-    return;
   }
-  if (rc != 0 && gq_should_retry(rc, r->idempotent) &&
-      r->attempt++ < r->c->o.max_retries) {
+  if (rc == GQ_EUNAUTHORIZED && c->cfg->exec && !r->reauth++) {
+    c->cred.expires_ms = 1; /* expired: run the plugin again */
+    later(r, 0);
+  } else if (rc != 0 && gq_should_retry(rc, r->idempotent) &&
+             r->attempt++ < c->o.max_retries) {
     if (retry_after)
       gq_retry_after_parse(retry_after, gq_clock_real_ms(), &delay);
     later(r, gq_backoff_next_at_least(&r->bo, (uint64_t)delay));
-    return;
+  } else {
+    finish_req(r, rc, &st, obj);
   }
-  if (len)
-    obj = json_loadb(body, len, 0, NULL);
-  finish_req(r, rc, &st, obj);
   json_decref(obj);
+  pump(c); /* its place in the window is free */
 }
 
 static int on_watch_chunk(const char *p, size_t n, void *arg);
@@ -267,31 +288,115 @@ static void on_watch_done(int rc, long status, const char *body, size_t len,
                           const char *retry_after, const char *err,
                           void *arg);
 
-static void send_req(struct kreq *r)
+/* Puts r on the wire (it has its token and its place in the window). */
+static void start_req(struct kreq *r)
 {
   struct gq_kclient *c = r->c;
-  int64_t wait = r->admitted ? 0
-                 : gq_ratelimit_reserve(&c->rl, gq_clock_mono_ms());
   struct gq_hclient_opts o = {
       .method = r->method, .url = r->url, .body = r->body,
       .body_len = r->body_len, .content_type = r->ctype, .bearer = c->token,
       .tls = &c->tls, .timeout_ms = r->watch ? 0 : c->o.timeout_ms,
       .max_body = c->o.max_body};
 
-  r->admitted = 1; /* reserve() took the token, now or for later */
-  if (wait > 0) { /* the token bucket says not yet */
-    later(r, (uint64_t)wait);
-    return;
-  }
-  r->admitted = 0; /* a retry of this request waits for a new token */
   r->call = gq_hclient_do(c->http, &o, r->watch ? on_watch_chunk : NULL,
                           r->watch ? on_watch_done : on_done, r);
   if (!r->call) {
     struct gq_k8s_status st = {.code = 0};
 
     snprintf(st.message, sizeof(st.message), "client is closing");
-    finish_req(r, GQ_ECANCELED, &st, NULL);
+    fail_req(r, GQ_ECANCELED, &st);
+    return;
   }
+  if (!r->watch) {
+    r->on_wire = 1;
+    c->inflight++;
+    c->inflight_low += r->prio == GQ_KPRIO_LOW;
+  }
+  if (r->sent) {
+    void (*sent)(void *) = r->sent;
+
+    r->sent = NULL; /* once, not again for a retry */
+    sent(r->arg);
+  }
+}
+
+/* Whether r may go on the wire now (watches always may). */
+static int window_open(const struct gq_kclient *c, const struct kreq *r)
+{
+  if (r->watch)
+    return 1;
+  if (c->o.max_inflight > 0 && c->inflight >= (unsigned)c->o.max_inflight)
+    return 0;
+  return r->prio != GQ_KPRIO_LOW || c->o.max_inflight_low <= 0 ||
+         c->inflight_low < (unsigned)c->o.max_inflight_low;
+}
+
+/* Takes r out of its priority's queue (p: where it was found). */
+static void unqueue(struct gq_kclient *c, struct kreq *r)
+{
+  struct kreq **pp = &c->qh[r->prio], *prev = NULL;
+
+  while (*pp && *pp != r) {
+    prev = *pp;
+    pp = &(*pp)->qnext;
+  }
+  if (!*pp)
+    return;
+  *pp = r->qnext;
+  if (c->qt[r->prio] == r)
+    c->qt[r->prio] = prev;
+  r->qnext = NULL;
+  r->queued = 0;
+}
+
+static void on_rl_timer(uv_timer_t *t)
+{
+  pump(t->data);
+}
+
+/* Sends waiting requests, highest priority first, while the bucket has
+ * tokens and the window has room (watches are long-lived streams: they take
+ * a token but no place in the window). */
+static void pump(struct gq_kclient *c)
+{
+  while (!c->closing) {
+    struct kreq *r = NULL;
+    int64_t wait;
+
+    for (int p = 0; p < GQ_KPRIO_N && !r; p++)
+      if (c->qh[p] && window_open(c, c->qh[p]))
+        r = c->qh[p];
+    if (!r)
+      return;
+    /* reports leave a tenth of the burst to the others, so that a pod
+     * create finds a token at once while status writes keep the bucket
+     * drained */
+    wait = gq_ratelimit_try_above(&c->rl, gq_clock_mono_ms(),
+                                  r->prio == GQ_KPRIO_LOW ? c->o.burst / 10
+                                                          : 0);
+    if (wait > 0) {
+      if (!uv_is_active((uv_handle_t *)&c->rl_timer))
+        uv_timer_start(&c->rl_timer, on_rl_timer, (uint64_t)wait, 0);
+      return;
+    }
+    unqueue(c, r);
+    start_req(r);
+  }
+}
+
+/* Queues r for its token and its place in the window. */
+static void send_req(struct kreq *r)
+{
+  struct gq_kclient *c = r->c;
+
+  r->queued = 1;
+  r->qnext = NULL;
+  if (c->qt[r->prio])
+    c->qt[r->prio]->qnext = r;
+  else
+    c->qh[r->prio] = r;
+  c->qt[r->prio] = r;
+  pump(c);
 }
 
 /* Ends a request that never reached the server (credentials, closing). */
@@ -312,11 +417,17 @@ static void fail_req(struct kreq *r, int rc, struct gq_k8s_status *st)
 
 static struct kreq *new_req(struct gq_kclient *c, const char *method,
                             const char *path, const json_t *body,
-                            const char *ctype, gq_kclient_cb cb, void *arg)
+                            const char *ctype,
+                            const struct gq_kclient_call *how,
+                            gq_kclient_cb cb, void *arg)
 {
   struct kreq *r = gq_xcalloc(1, sizeof(*r));
 
   r->c = c;
+  r->prio = how && how->prio >= 0 && how->prio < GQ_KPRIO_N ? how->prio
+                                                          : GQ_KPRIO_NORMAL;
+  r->no_body = how && how->no_body;
+  r->sent = how ? how->sent : NULL;
   r->method = gq_xstrdup(method);
   r->url = gq_xasprintf("%s%s", c->cfg->server, path);
   if (body) {
@@ -341,14 +452,24 @@ static struct kreq *new_req(struct gq_kclient *c, const char *method,
   return r;
 }
 
+int gq_kclient_request_how(struct gq_kclient *c, const char *method,
+                           const char *path, const json_t *body,
+                           const char *content_type,
+                           const struct gq_kclient_call *how,
+                           gq_kclient_cb cb, void *arg)
+{
+  if (c->closing || !cb || !path || path[0] != '/')
+    return GQ_EINVAL;
+  later(new_req(c, method, path, body, content_type, how, cb, arg), 0);
+  return 0;
+}
+
 int gq_kclient_request(struct gq_kclient *c, const char *method,
                        const char *path, const json_t *body,
                        const char *content_type, gq_kclient_cb cb, void *arg)
 {
-  if (c->closing || !cb || !path || path[0] != '/')
-    return GQ_EINVAL;
-  later(new_req(c, method, path, body, content_type, cb, arg), 0);
-  return 0;
+  return gq_kclient_request_how(c, method, path, body, content_type, NULL,
+                                cb, arg);
 }
 
 int gq_kclient_get(struct gq_kclient *c, const char *path, gq_kclient_cb cb,
@@ -360,7 +481,15 @@ int gq_kclient_get(struct gq_kclient *c, const char *path, gq_kclient_cb cb,
 int gq_kclient_create(struct gq_kclient *c, const char *collection,
                       const json_t *obj, gq_kclient_cb cb, void *arg)
 {
-  return gq_kclient_request(c, "POST", collection, obj, NULL, cb, arg);
+  return gq_kclient_create_how(c, collection, obj, NULL, cb, arg);
+}
+
+int gq_kclient_create_how(struct gq_kclient *c, const char *collection,
+                          const json_t *obj, const struct gq_kclient_call *how,
+                          gq_kclient_cb cb, void *arg)
+{
+  return gq_kclient_request_how(c, "POST", collection, obj, NULL, how, cb,
+                                arg);
 }
 
 int gq_kclient_update(struct gq_kclient *c, const char *path,
@@ -372,17 +501,33 @@ int gq_kclient_update(struct gq_kclient *c, const char *path,
 int gq_kclient_patch(struct gq_kclient *c, const char *path, const char *type,
                      const json_t *patch, gq_kclient_cb cb, void *arg)
 {
+  return gq_kclient_patch_how(c, path, type, patch, NULL, cb, arg);
+}
+
+int gq_kclient_patch_how(struct gq_kclient *c, const char *path,
+                         const char *type, const json_t *patch,
+                         const struct gq_kclient_call *how, gq_kclient_cb cb,
+                         void *arg)
+{
   const char *ct = !strcmp(type, "json") ? "application/json-patch+json"
                    : !strcmp(type, "merge") ? "application/merge-patch+json"
                                             : NULL;
 
   if (!ct)
     return GQ_EINVAL;
-  return gq_kclient_request(c, "PATCH", path, patch, ct, cb, arg);
+  return gq_kclient_request_how(c, "PATCH", path, patch, ct, how, cb, arg);
 }
 
 int gq_kclient_delete(struct gq_kclient *c, const char *path, int64_t grace_s,
                       const char *uid, gq_kclient_cb cb, void *arg)
+{
+  return gq_kclient_delete_how(c, path, grace_s, uid, NULL, cb, arg);
+}
+
+int gq_kclient_delete_how(struct gq_kclient *c, const char *path,
+                          int64_t grace_s, const char *uid,
+                          const struct gq_kclient_call *how, gq_kclient_cb cb,
+                          void *arg)
 {
   json_t *opts = json_pack("{s:s, s:s, s:s}", "kind", "DeleteOptions",
                            "apiVersion", "v1", "propagationPolicy",
@@ -393,7 +538,7 @@ int gq_kclient_delete(struct gq_kclient *c, const char *path, int64_t grace_s,
     json_object_set_new(opts, "gracePeriodSeconds", json_integer(grace_s));
   if (uid)
     json_object_set_new(opts, "preconditions", json_pack("{s:s}", "uid", uid));
-  rc = gq_kclient_request(c, "DELETE", path, opts, NULL, cb, arg);
+  rc = gq_kclient_request_how(c, "DELETE", path, opts, NULL, how, cb, arg);
   json_decref(opts);
   return rc;
 }
@@ -422,6 +567,16 @@ int gq_kclient_event(struct gq_kclient *c, const json_t *obj,
                      const char *type, const char *reason,
                      const char *message, const char *component,
                      gq_kclient_cb cb, void *arg)
+{
+  return gq_kclient_event_how(c, obj, type, reason, message, component, NULL,
+                              cb, arg);
+}
+
+int gq_kclient_event_how(struct gq_kclient *c, const json_t *obj,
+                         const char *type, const char *reason,
+                         const char *message, const char *component,
+                         const struct gq_kclient_call *how, gq_kclient_cb cb,
+                         void *arg)
 {
   const json_t *m = json_object_get(obj, "metadata");
   const char *ns = json_string_value(json_object_get(m, "namespace"));
@@ -452,7 +607,7 @@ int gq_kclient_event(struct gq_kclient *c, const json_t *obj,
       "lastTimestamp", ts, "count", 1);
   json_object_set_new(ev, "eventTime", json_string(mts));
   snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", ns);
-  rc = gq_kclient_create(c, path, ev, cb, arg);
+  rc = gq_kclient_create_how(c, path, ev, how, cb, arg);
   json_decref(ev);
   return rc;
 }
@@ -678,7 +833,7 @@ struct gq_kwatch *gq_kwatch_start(struct gq_kclient *c,
   snprintf(w->rv, sizeof(w->rv), "%s",
            o->resource_version ? o->resource_version : "");
   gq_ndjson_init(&w->framer, c->o.max_line);
-  r = new_req(c, "GET", gq_buf_str(&b), NULL, NULL, NULL, NULL);
+  r = new_req(c, "GET", gq_buf_str(&b), NULL, NULL, NULL, NULL, NULL);
   gq_buf_release(&b);
   r->watch = w;
   w->r = r;
@@ -690,9 +845,12 @@ void gq_kwatch_stop(struct gq_kwatch *w)
 {
   struct kreq *r = w->r;
 
-  if (r->call)
+  if (r->call) {
     gq_hclient_cancel(r->call); /* on_watch_done ends it */
-  else if (uv_is_active((uv_handle_t *)&r->timer)) {
+  } else if (r->queued) {
+    unqueue(r->c, r);
+    fail_req(r, GQ_ECANCELED, NULL);
+  } else if (uv_is_active((uv_handle_t *)&r->timer)) {
     uv_timer_stop(&r->timer);
     fail_req(r, GQ_ECANCELED, NULL);
   }
@@ -718,6 +876,10 @@ static void defaults(struct gq_kclient_opts *o)
     o->max_body = 64u << 20;
   if (!o->max_line)
     o->max_line = 16u << 20;
+  if (o->max_inflight == 0)
+    o->max_inflight = MAX_INFLIGHT;
+  if (o->max_inflight_low == 0)
+    o->max_inflight_low = MAX_INFLIGHT_LOW;
 }
 
 static void describe_auth(struct gq_kclient *c)
@@ -760,6 +922,8 @@ int gq_kclient_new(uv_loop_t *loop, const struct gq_kubeconfig *cfg,
                  &c->http);
   uv_timer_init(loop, &c->token_timer);
   c->token_timer.data = c;
+  uv_timer_init(loop, &c->rl_timer);
+  c->rl_timer.data = c;
   set_token(c, cfg->token);
   if (cfg->token_file) {
     reload_token(c);
@@ -769,6 +933,11 @@ int gq_kclient_new(uv_loop_t *loop, const struct gq_kubeconfig *cfg,
   describe_auth(c);
   *out = c;
   return 0;
+}
+
+unsigned gq_kclient_inflight(const struct gq_kclient *c)
+{
+  return c->inflight;
 }
 
 const char *gq_kclient_auth_mode(const struct gq_kclient *c)
@@ -790,6 +959,8 @@ static void on_client_closed(uv_handle_t *h)
 {
   struct gq_kclient *c = h->data;
 
+  if (--c->pending_closes > 0)
+    return;
   free(c->token);
   gq_exec_credential_release(&c->cred);
   free(c);
@@ -810,6 +981,13 @@ void gq_kclient_close(struct gq_kclient *c)
     c->waiting = r->wnext;
     fail_req(r, GQ_ECANCELED, &st);
   }
+  for (int p = 0; p < GQ_KPRIO_N; p++) /* waiting for a token or the window */
+    while (c->qh[p]) {
+      struct kreq *r = c->qh[p];
+
+      unqueue(c, r);
+      fail_req(r, GQ_ECANCELED, &st);
+    }
   for (struct kreq *r = c->reqs, *next; r; r = next) {
     next = r->next;
     if (!r->call && uv_is_active((uv_handle_t *)&r->timer)) {
@@ -818,5 +996,7 @@ void gq_kclient_close(struct gq_kclient *c)
     }
   }
   gq_hclient_close(c->http); /* in-flight calls end with GQ_ECANCELED */
+  c->pending_closes = 2;
   uv_close((uv_handle_t *)&c->token_timer, on_client_closed);
+  uv_close((uv_handle_t *)&c->rl_timer, on_client_closed);
 }

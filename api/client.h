@@ -7,10 +7,13 @@
  * service-account tokens rotate, or an exec credential plugin re-run when
  * its credential expires) or a client certificate; verifies TLS unless
  * the kubeconfig says otherwise; limits its request rate (token bucket,
- * QPS and burst); retries 429, 5xx and network errors with exponential
- * backoff and jitter, honoring Retry-After, for requests that are safe to
- * repeat; decodes Kubernetes Status bodies into code, reason and message;
- * and caps every buffer.
+ * QPS and burst) and the requests on the wire at once (a window, so that a
+ * server is never flooded with connections), handing the next token to the
+ * waiting request of the highest priority (writes that move work, such as
+ * pod creates, ahead of status and event writes); retries 429, 5xx and
+ * network errors with exponential backoff and jitter, honoring
+ * Retry-After, for requests that are safe to repeat; decodes Kubernetes
+ * Status bodies into code, reason and message; and caps every buffer.
  *
  * Every call takes a callback that runs exactly once and never
  * synchronously. The object passed to it is borrowed, valid only during
@@ -38,7 +41,36 @@ struct gq_kclient_opts {
   long timeout_ms;       /* per request (30 s) */
   size_t max_body;       /* response cap (64 MiB) */
   size_t max_line;       /* watch event cap (16 MiB) */
+  int max_inflight;      /* requests on the wire at once, watches not
+                            counted (64); < 0: no bound */
+  int max_inflight_low;  /* of those, GQ_KPRIO_LOW ones (4), so that a
+                            single-threaded server never has more than a
+                            few reports queued ahead of a pod create;
+                            < 0: no bound of their own */
   const char *user_agent;
+};
+
+/* Priorities: a request waiting for a token of the bucket (or a place in
+ * the window) is sent before every waiting request of a lower priority,
+ * first come first served within one priority. Watches, lists and the
+ * verbs without _how are NORMAL. */
+enum gq_kclient_prio {
+  GQ_KPRIO_HIGH,   /* writes that start or stop work: pods, finalizers */
+  GQ_KPRIO_NORMAL, /* reads, leases, everything not said otherwise */
+  GQ_KPRIO_LOW,    /* reports: status, events */
+  GQ_KPRIO_N
+};
+
+/* How one request is treated (NULL = NORMAL, body parsed). */
+struct gq_kclient_call {
+  enum gq_kclient_prio prio;
+  int no_body; /* the callback ignores the body of a success: it is not
+                  parsed and obj is NULL (errors are still decoded) */
+  /* NULL, or called once, with the request's arg, when the request first
+   * goes on the wire (it has its token and its place in the window): the
+   * end of the caller's own latency, before the server's. Never after the
+   * request's callback. */
+  void (*sent)(void *arg);
 };
 
 /* The outcome of a call: rc 0, or a negative GQ_E* (GQ_ENOTFOUND,
@@ -60,6 +92,9 @@ int gq_kclient_new(uv_loop_t *loop, const struct gq_kubeconfig *cfg,
  * once its handles have closed (run the loop). */
 void gq_kclient_close(struct gq_kclient *c);
 
+/* Requests on the wire now (watches not counted; at most max_inflight). */
+unsigned gq_kclient_inflight(const struct gq_kclient *c);
+
 /* How the client authenticates, for messages: "bearer token", "token file
  * /path", "exec plugin cmd", "client certificate", or "anonymous". */
 const char *gq_kclient_auth_mode(const struct gq_kclient *c);
@@ -75,19 +110,40 @@ int gq_kclient_request(struct gq_kclient *c, const char *method,
                        const char *path, const json_t *body,
                        const char *content_type, gq_kclient_cb cb, void *arg);
 
-/* Verbs (paths as above; DELETE options per metav1.DeleteOptions). */
+/* gq_kclient_request() with a priority and body handling (how NULL = the
+ * defaults); the same returns. */
+int gq_kclient_request_how(struct gq_kclient *c, const char *method,
+                           const char *path, const json_t *body,
+                           const char *content_type,
+                           const struct gq_kclient_call *how,
+                           gq_kclient_cb cb, void *arg);
+
+/* Verbs (paths as above; DELETE options per metav1.DeleteOptions). The
+ * _how forms take a struct gq_kclient_call as gq_kclient_request_how()
+ * does. */
 int gq_kclient_get(struct gq_kclient *c, const char *path, gq_kclient_cb cb,
                    void *arg);
 int gq_kclient_create(struct gq_kclient *c, const char *collection,
                       const json_t *obj, gq_kclient_cb cb, void *arg);
+int gq_kclient_create_how(struct gq_kclient *c, const char *collection,
+                          const json_t *obj, const struct gq_kclient_call *how,
+                          gq_kclient_cb cb, void *arg);
 int gq_kclient_update(struct gq_kclient *c, const char *path,
                       const json_t *obj, gq_kclient_cb cb, void *arg);
 /* type: "merge" (RFC 7386) or "json" (RFC 6902). */
 int gq_kclient_patch(struct gq_kclient *c, const char *path, const char *type,
                      const json_t *patch, gq_kclient_cb cb, void *arg);
+int gq_kclient_patch_how(struct gq_kclient *c, const char *path,
+                         const char *type, const json_t *patch,
+                         const struct gq_kclient_call *how, gq_kclient_cb cb,
+                         void *arg);
 /* grace_s < 0: the object's default; uid NULL: no precondition. */
 int gq_kclient_delete(struct gq_kclient *c, const char *path, int64_t grace_s,
                       const char *uid, gq_kclient_cb cb, void *arg);
+int gq_kclient_delete_how(struct gq_kclient *c, const char *path,
+                          int64_t grace_s, const char *uid,
+                          const struct gq_kclient_call *how, gq_kclient_cb cb,
+                          void *arg);
 /* POST pods/NAME/eviction (policy/v1). 429 = a budget refused. */
 int gq_kclient_evict(struct gq_kclient *c, const char *ns, const char *name,
                      int64_t grace_s, gq_kclient_cb cb, void *arg);
@@ -101,6 +157,11 @@ int gq_kclient_event(struct gq_kclient *c, const json_t *obj,
                      const char *type, const char *reason,
                      const char *message, const char *component,
                      gq_kclient_cb cb, void *arg);
+int gq_kclient_event_how(struct gq_kclient *c, const json_t *obj,
+                         const char *type, const char *reason,
+                         const char *message, const char *component,
+                         const struct gq_kclient_call *how, gq_kclient_cb cb,
+                         void *arg);
 
 /* List every page (limit per page; 0 = 500) of a collection path with
  * optional selectors (NULL = none). The callback gets a JSON object

@@ -477,9 +477,18 @@ static void fill_generic(int code, const char *body, size_t len,
 int gq_status_decode(long http_code, const char *body, size_t len,
                      struct gq_k8s_status *st)
 {
+  json_t *doc = len > 0 ? json_loadb(body, len, 0, NULL) : NULL;
+  int rc = gq_status_decode_doc(http_code, body, len, doc, st);
+
+  json_decref(doc);
+  return rc;
+}
+
+int gq_status_decode_doc(long http_code, const char *body, size_t len,
+                         const json_t *doc, struct gq_k8s_status *st)
+{
   int code = http_code > 0 && http_code < 1000 ? (int)http_code : 0;
   int ok = code >= 200 && code < 300;
-  json_t *doc = len > 0 ? json_loadb(body, len, 0, NULL) : NULL;
   const char *status = json_string_value(json_object_get(doc, "status"));
 
   status_clear(st);
@@ -492,7 +501,6 @@ int gq_status_decode(long http_code, const char *body, size_t len,
   } else {
     fill_generic(code, body, len, st);
   }
-  json_decref(doc);
   return ok ? 0 : status_err(st->code, st->reason);
 }
 
@@ -798,6 +806,31 @@ int64_t gq_ratelimit_reserve(struct gq_ratelimit *r, int64_t now_ms)
   /* The deficit in ms, rounded up; the slack absorbs binary fractions
    * such as 3 qps (333.33... ms) turning 1000 ms into 1000.0000001. */
   wait = ceil(-r->tokens * 1000.0 / r->qps - 1e-6);
+  return wait < 9e18 ? (int64_t)wait : INT64_MAX;
+}
+
+int64_t gq_ratelimit_try(struct gq_ratelimit *r, int64_t now_ms)
+{
+  return gq_ratelimit_try_above(r, now_ms, 0);
+}
+
+int64_t gq_ratelimit_try_above(struct gq_ratelimit *r, int64_t now_ms,
+                               int keep)
+{
+  double need = 1.0 + (keep > 0 ? keep : 0), wait;
+
+  if (r->qps <= 0)
+    return 0;
+  if (need > r->burst) /* the bucket never holds that many */
+    need = r->burst;
+  refill(r, now_ms);
+  if (r->tokens >= need) {
+    r->tokens -= 1.0;
+    return 0;
+  }
+  wait = ceil((need - r->tokens) * 1000.0 / r->qps - 1e-6);
+  if (wait < 1)
+    wait = 1;
   return wait < 9e18 ? (int64_t)wait : INT64_MAX;
 }
 

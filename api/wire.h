@@ -160,6 +160,13 @@ struct gq_k8s_status {
  * of the table above (0 for 2xx). */
 int gq_status_decode(long http_code, const char *body, size_t len,
                      struct gq_k8s_status *st);
+/* The same for a body the caller has already parsed: doc is body as JSON
+ * (borrowed; NULL when the body is empty, not JSON, or deliberately not
+ * parsed, e.g. a 2xx whose caller ignores it), so a response is parsed
+ * once. */
+int gq_status_decode_doc(long http_code, const char *body, size_t len,
+                         const json_t *doc,
+                     struct gq_k8s_status *st);
 
 /* Fills out from a Status object (a watch ERROR event's object; borrowed)
  * and returns its GQ_E* code by the same table; a Status without a code
@@ -228,6 +235,21 @@ void gq_ratelimit_init(struct gq_ratelimit *r, double qps, int burst,
  * (0 = now), rounded up so a request never leaves early. A clock that goes
  * backwards is treated as standing still. */
 int64_t gq_ratelimit_reserve(struct gq_ratelimit *r, int64_t now_ms);
+
+/* Takes a token at now_ms if one is there and returns 0; else takes
+ * nothing and returns the ms until one will be (rounded up, >= 1). For a
+ * caller that keeps its own queue of waiting requests and picks which one
+ * gets the next token (priorities), instead of handing out reservations in
+ * arrival order as gq_ratelimit_reserve() does. */
+int64_t gq_ratelimit_try(struct gq_ratelimit *r, int64_t now_ms);
+
+/* gq_ratelimit_try() that leaves at least keep tokens in the bucket (keep
+ * >= 0; 0 is gq_ratelimit_try()): for requests of a low priority, so that a
+ * request of a higher priority finds a token at once while the low ones
+ * keep the bucket drained. Returns 0 (token taken) or the ms until the
+ * bucket holds keep + 1 tokens. */
+int64_t gq_ratelimit_try_above(struct gq_ratelimit *r, int64_t now_ms,
+                               int keep);
 
 /* ---- watch timeout ------------------------------------------------------ */
 

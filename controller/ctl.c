@@ -151,7 +151,7 @@ struct cjob *ctl_job_new(struct ctl *c, const char *uid, const char *ns,
   cj->uid = memcpy(b, uid, luid + 1);
   cj->team = cj->cohort = cj->flavor = cj->reason = "";
   cj->eta_ms = -1;
-  cj->expected_s = -1;
+  cj->expected_s = cj->deadline_s = cj->startup_s = -1;
   HASH_ADD_KEYPTR(hh, c->jobs, cj->uid, luid, cj);
   return cj;
 }
@@ -321,7 +321,17 @@ static void quota_add(const json_t *o, void *arg)
 }
 static void quota_update(const json_t *old, const json_t *o, void *arg)
 {
-  (void)old;
+  json_int_t g0 = json_integer_value(
+                 json_object_get(json_object_get(old, "metadata"), "generation")),
+             g1 = json_integer_value(
+                 json_object_get(json_object_get(o, "metadata"), "generation"));
+
+  /* a status-only update (gpuq's own TeamQuota status writes: the
+   * generation is unchanged) changes nothing its jobs depend on: marking
+   * every job of the team for each one made passes of thousands of
+   * reconciles */
+  if (g1 > 0 && g0 == g1)
+    return;
   quota_changed(o, arg);
 }
 
@@ -368,12 +378,33 @@ static int pod_terminal(const json_t *o)
 
   return ph && (!strcmp(ph, "Succeeded") || !strcmp(ph, "Failed"));
 }
+/* Capacity freed: a refill latency clock starts (the oldest unanswered
+ * free is the one the next create answers; when the ring is full the
+ * newest are not remembered). */
+static void freed(struct ctl *c)
+{
+  if (c->frees_n < CTL_FREES_MAX)
+    c->frees[(c->frees_head + c->frees_n++) % CTL_FREES_MAX] =
+        gq_clock_mono_ms();
+}
+
+void ctl_refilled(struct ctl *c)
+{
+  if (!c->frees_n)
+    return;
+  gq_metric_observe(c->m_freed_to_create, NULL,
+                    (double)(gq_clock_mono_ms() - c->frees[c->frees_head]) /
+                        1000.0);
+  c->frees_head = (c->frees_head + 1) % CTL_FREES_MAX;
+  c->frees_n--;
+}
+
 static void pod_update(const json_t *old, const json_t *o, void *arg)
 {
   struct ctl *c = arg;
 
   if (!pod_terminal(old) && pod_terminal(o))
-    c->freed_ms = gq_clock_mono_ms(); /* capacity freed: the clock starts */
+    freed(c);
   pod_add(o, arg);
 }
 static void pod_del(const json_t *o, void *arg)
@@ -382,7 +413,7 @@ static void pod_del(const json_t *o, void *arg)
   char key[600];
 
   if (!pod_terminal(o))
-    c->freed_ms = gq_clock_mono_ms();
+    freed(c);
   pod_key(o, key, sizeof(key));
   jobs_pod_seen(arg, o, 0);
   admit_pod(c, key, NULL);
@@ -496,12 +527,17 @@ static void rb_done(int rc, const struct gq_rb_drift *d, void *arg)
     return;
   }
   gq_metric_set(c->m_drift, labels, (double)d->gpus_diff);
-  if (d->jobs_missing || d->jobs_extra || d->jobs_changed || d->adms_missing ||
-      d->adms_extra || d->gpus_diff)
+  /* only queued jobs missing: those gpuq has not enqueued yet (start-up,
+   * reconnect: the rebuild writes them, not one enqueue per job) */
+  if (d->jobs_extra || d->jobs_changed || d->adms_missing || d->adms_extra ||
+      d->gpus_diff)
     GQ_LOG(GQ_WARN, &lc, "ledger drift repaired in cohort %s: jobs missing=%lld"
            " extra=%lld changed=%lld, admissions missing=%lld extra=%lld, "
            "gpus=%lld", x->k->name, d->jobs_missing, d->jobs_extra,
            d->jobs_changed, d->adms_missing, d->adms_extra, d->gpus_diff);
+  else if (d->jobs_missing)
+    GQ_LOG(GQ_INFO, &lc, "queue of cohort %s written from the objects: %lld "
+           "jobs", x->k->name, d->jobs_missing);
   ctl_write_begin(c);
   if (gq_queue_ledger(&c->q, x->k->redis_cohort, &team, 1, rb_ver, x) != 0) {
     ctl_write_end(c);
@@ -590,13 +626,28 @@ static int cohorts_ready(struct ctl *c)
     if (k->rebuilt)
       continue;
     all = 0;
-    if (!k->rebuilding && c->redis_ready)
+    /* not while admits or releases are in flight: the objects' side is
+     * read now and Redis's over several round trips, so one applied
+     * meanwhile would count as drift and be "repaired" back (and admits
+     * refused after a stale one roll back first) */
+    if (!k->rebuilding && !k->inflight && c->redis_ready)
       rebuild(c, k);
   }
   return all;
 }
 
 /* ---- the pass ---------------------------------------------------------- */
+
+/* 1 while an admit or release script is in flight in some cohort. */
+static int admitting(const struct ctl *c)
+{
+  const struct ccohort *k, *tmp;
+
+  HASH_ITER(hh, c->cohorts, k, tmp)
+    if (k->inflight)
+      return 1;
+  return 0;
+}
 
 static void run_pass(uv_timer_t *tm)
 {
@@ -620,6 +671,8 @@ static void run_pass(uv_timer_t *tm)
   if (c->redis_ready && cohorts_ready(c))
     admit_pass(c);
   status_quotas(c);
+  if (c->frees_n && !c->creating && !admitting(c))
+    c->frees_n = 0; /* a pass saw them and nothing will be created for them */
 }
 
 void ctl_schedule_pass(struct ctl *c)
@@ -669,27 +722,142 @@ static void tick(uv_timer_t *tm)
   trim_heap(c);
 }
 
-/* The periodic ledger audit (DESIGN §4): each idle cohort is compared with
- * the objects again; the rebuild exports the drift and repairs it. */
+/* ---- the periodic ledger audit (DESIGN §4) ------------------------------ */
+
+/* One cohort's ledger as the cache had it when the read was sent. */
+struct audit_ctx {
+  struct ctl *c;
+  char *cohort;        /* ccohort name */
+  long long ver;       /* k->ver then */
+  char **teams;        /* owned */
+  size_t nt;
+  struct gq_ledger_use *use; /* flavors owned */
+  size_t nu;
+};
+
+static void audit_free(struct audit_ctx *x)
+{
+  for (size_t i = 0; i < x->nt; i++)
+    free(x->teams[i]);
+  for (size_t i = 0; i < x->nu; i++)
+    free((char *)x->use[i].flavor);
+  free(x->teams);
+  free(x->use);
+  free(x->cohort);
+  free(x);
+}
+
+/* |a - b| summed over every (team, flavor) of either list. */
+static long long use_diff(const struct gq_ledger_use *a, size_t na,
+                          const struct gq_ledger_use *b, size_t nb)
+{
+  long long d = 0;
+
+  for (size_t i = 0; i < na; i++) {
+    long long o = 0;
+
+    for (size_t j = 0; j < nb; j++)
+      if (b[j].team == a[i].team && !strcmp(b[j].flavor, a[i].flavor))
+        o = b[j].gpus;
+    d += a[i].gpus > o ? a[i].gpus - o : o - a[i].gpus;
+  }
+  for (size_t j = 0; j < nb; j++) {
+    int found = 0;
+
+    for (size_t i = 0; i < na && !found; i++)
+      found = a[i].team == b[j].team && !strcmp(a[i].flavor, b[j].flavor);
+    if (!found)
+      d += b[j].gpus > 0 ? b[j].gpus : -b[j].gpus;
+  }
+  return d;
+}
+
+static void audit_read(int rc, long long version,
+                       const struct gq_ledger_use *use, size_t n, void *arg)
+{
+  struct audit_ctx *x = arg;
+  struct ctl *c = x->c;
+  struct ccohort *k;
+  long long d;
+
+  ctl_write_end(c);
+  HASH_FIND_STR(c->cohorts, x->cohort, k);
+  if (rc != 0 || !k || !k->rebuilt || k->rebuilding) {
+    audit_free(x);
+    return;
+  }
+  d = use_diff(x->use, x->nu, use, n);
+  if (d) {
+    GQ_LOG(GQ_WARN, &lc, "ledger audit of cohort %s: Redis differs from the "
+           "pods by %lld GPUs: rebuilding", k->name, d);
+    k->rebuilt = 0; /* the rebuild exports the drift and repairs it */
+    ctl_schedule_pass(c);
+  } else {
+    const char *labels[] = {k->name};
+
+    GQ_LOG(GQ_DEBUG, &lc, "ledger audit of cohort %s: no drift (version "
+           "%lld)", k->name, version);
+    gq_metric_set(c->m_drift, labels, 0);
+    if (version != x->ver && k->ver == x->ver && !k->inflight)
+      k->ver = version; /* nothing sent since the read: Redis's is right */
+  }
+  audit_free(x);
+}
+
+/* Compares cohort k's ledger in Redis (one read) with the cache's use, as
+ * of now: called only when no admit or release of k is in flight, and
+ * Redis answers in order, so whatever is sent after the read cannot count
+ * as drift. Admission goes on meanwhile; only a difference rebuilds. */
+static void audit_cohort(struct ctl *c, struct ccohort *k)
+{
+  struct audit_ctx *x = gq_xcalloc(1, sizeof(*x));
+  struct cteam *t, *tt;
+
+  x->c = c;
+  x->cohort = gq_xstrdup(k->name);
+  x->ver = k->ver;
+  HASH_ITER(hh, c->teams, t, tt) {
+    if (ctl_cohort(c, t->cohort, t->name) != k || !ctl_quota(c, t->name))
+      continue;
+    x->teams = gq_xrealloc(x->teams, (x->nt + 1) * sizeof(*x->teams));
+    for (size_t i = 0; i < t->n_use; i++) {
+      if (!t->use[i].gpus)
+        continue;
+      x->use = gq_xrealloc(x->use, (x->nu + 1) * sizeof(*x->use));
+      x->use[x->nu++] = (struct gq_ledger_use){
+          x->nt, gq_xstrdup(t->use[i].key), t->use[i].gpus};
+    }
+    x->teams[x->nt++] = gq_xstrdup(t->name);
+  }
+  ctl_write_begin(c);
+  if (x->nt == 0 ||
+      gq_queue_ledger(&c->q, k->redis_cohort, (const char *const *)x->teams,
+                      x->nt, audit_read, x) != 0) {
+    ctl_write_end(c);
+    audit_free(x);
+  }
+}
+
 static void audit(uv_timer_t *tm)
 {
   struct ctl *c = tm->data;
   struct ccohort *k, *tmp;
 
-  if (!ctl_acting(c))
+  if (!ctl_acting(c) || !c->redis_ready)
     return;
   HASH_ITER(hh, c->cohorts, k, tmp)
     if (k->rebuilt && !k->inflight && !k->rebuilding)
-      k->rebuilt = 0;
-  ctl_schedule_pass(c);
+      audit_cohort(c, k);
 }
 
 static void sweep(uv_timer_t *tm)
 {
   struct ctl *c = tm->data;
 
-  if (ctl_acting(c))
+  if (ctl_acting(c)) {
     status_sweep(c);
+    status_quotas(c); /* what the once-a-second limit held back */
+  }
 }
 
 /* ---- leader election ---------------------------------------------------- */
@@ -753,7 +921,7 @@ struct gq_ctl *gq_ctl_new(uv_loop_t *loop, struct gq_kclient *kc,
   if (c->o.audit_s <= 0)
     c->o.audit_s = 60;
   if (c->o.sweep_ms <= 0)
-    c->o.sweep_ms = 1000;
+    c->o.sweep_ms = 100;
   if (c->o.drain_wait_s <= 0)
     c->o.drain_wait_s = 3600;
   if (c->o.notready_timeout_s <= 0)
@@ -800,8 +968,11 @@ struct gq_ctl *gq_ctl_new(uv_loop_t *loop, struct gq_kclient *kc,
   c->m_lost_nodes = gq_metrics_gauge(m, "gpuq_nodes_gpus_below_capacity",
       "Ready nodes whose allocatable GPUs are below capacity.", 0, NULL);
   c->m_freed_to_create = gq_metrics_histogram(m,
-      "gpuq_freed_to_create_seconds", "Time from a pod freeing capacity "
-      "(finished or gone) to the next pod create gpuq sends (real seconds).",
+      "gpuq_freed_to_create_seconds", "Time from the oldest pod freeing "
+      "capacity (finished or gone) that no create has answered yet to the "
+      "next pod create going on the wire to the API server, after the "
+      "client's rate limit and window (real seconds; the server's own time "
+      "is not in it).",
       0, NULL, lat_buckets, sizeof(lat_buckets) / sizeof(lat_buckets[0]));
   c->m_passes = gq_metrics_counter(m, "gpuq_admission_passes_total",
       "Admission passes run.", 0, NULL);
@@ -913,6 +1084,7 @@ static void free_all(struct ctl *c)
     HASH_DEL(c->teams, t);
     free(t->q);
     free(t->use);
+    json_decref(t->qs_sent);
     free(t->name);
     free(t);
   }

@@ -21,9 +21,10 @@
 
 #include "api/client.h"
 #include "controller/metrics.h"
+#include "controller/position.h"
 
 #define GQ_CTL_COMPONENT "gpuq-controller"
-#define GQ_CTL_POSITIONS_NOW 100 /* queue positions kept current at once */
+#define GQ_CTL_POSITIONS_NOW GQ_POSITION_EXACT /* kept exact */
 /* The taints cluster-autoscaler and Karpenter put on a node they are about
  * to remove (DESIGN §5). */
 #define GQ_CTL_DRAIN_TAINTS "ToBeDeletedByClusterAutoscaler,karpenter.sh/disrupted"
@@ -55,7 +56,7 @@ struct gq_ctl_opts {
                                   (admit.c; for comparisons, bench/replay) */
   const char *lease_ns, *lease_name, *identity;
   int64_t audit_s;             /* ledger audit period (real s); 0 = 60 */
-  int64_t sweep_ms;            /* background position sweep period; 0 = 1000 */
+  int64_t sweep_ms;            /* background position sweep period; 0 = 100 */
   struct gq_metrics *metrics;  /* borrowed; metrics are registered on it */
 };
 

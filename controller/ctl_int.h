@@ -67,6 +67,8 @@ struct cjob {
   int64_t gpus;
   int32_t replicas;
   int64_t expected_s; /* expectedDurationSeconds or -1 */
+  int64_t deadline_s, startup_s; /* activeDeadlineSeconds and
+                                    startupTimeoutSeconds, or -1 (none) */
   uint32_t shape;     /* hash of what placement looks at */
   int64_t queued_ms, admitted_ms, start_ms, completion_ms, first_start_ms;
   int64_t attempt;   /* the current (or last) pod generation */
@@ -133,6 +135,9 @@ struct cteam {
   int64_t pending_gpus;
   int64_t admitted_jobs; /* jobs holding an admission */
   int qs_inflight;       /* a TeamQuota status patch is in flight */
+  json_t *qs_sent;       /* the status last sent (until the informer shows
+                            it, the same is not sent again); owned */
+  int64_t qs_ms;         /* real ms it was sent */
   UT_hash_handle hh;
 };
 
@@ -186,6 +191,7 @@ struct cstr {
   UT_hash_handle hh;
   char s[];
 };
+#define CTL_FREES_MAX 4096 /* frees remembered for the refill latency */
 
 struct ctl {
   uv_loop_t *loop;
@@ -239,13 +245,24 @@ struct ctl {
       *m_resumes; /* disrupt.c */
   struct gq_metric *m_leader, *m_redis_up; /* 0/1 gauges for alerts */
   int64_t frag_gpus;
-  int64_t freed_ms;
+  /* frees (real ms when a pod ended) not yet answered by a pod create,
+   * oldest first (a ring): gpuq_freed_to_create_seconds */
+  int64_t frees[CTL_FREES_MAX];
+  size_t frees_head, frees_n;
+  unsigned creating;         /* pod creates in flight */
   int closing;               /* timers still closing at stop */
-  int64_t tick_ms;           /* virtual ms of the last deadline tick */          /* real ms when a pod last freed resources */
+  int64_t tick_ms;           /* virtual ms of the last deadline tick */
   struct gq_metric *m_freed_to_create;
   int64_t trim_ms;           /* mono ms of the last heap trim (ctl.c) */
   int tick_due;
 };
+
+/* How the controller's writes queue in its API client (api/client.h):
+ * writes that start or stop work (pods, Services, finalizers) go first,
+ * reports (status, events, TeamQuota status) last; none of these callers
+ * reads the body of a success. */
+#define CTL_WORK (&(const struct gq_kclient_call){GQ_KPRIO_HIGH, 1, NULL})
+#define CTL_REPORT (&(const struct gq_kclient_call){GQ_KPRIO_LOW, 1, NULL})
 
 /* ctl.c */
 /* metadata.<k> of an object as a string, "" when absent (borrowed). */
@@ -271,6 +288,10 @@ void ctl_write_begin(struct ctl *c);
 void ctl_write_end(struct ctl *c);
 void ctl_api_error(struct ctl *c, const char *verb, const char *what, int rc,
                    const struct gq_k8s_status *st);
+/* A pod create went on the wire (api/client.h's sent hook): observes the
+ * time since the oldest unanswered free in gpuq_freed_to_create_seconds and
+ * drops it (nothing if no free waits). */
+void ctl_refilled(struct ctl *c);
 
 /* jobs.c */
 void jobs_reconcile(struct ctl *c, struct cjob *cj);

@@ -79,6 +79,7 @@ void jobs_queue_add(struct ctl *c, struct cjob *cj)
   struct cteam *t = ctl_team(c, cj->team);
   size_t lo = 0, hi = t->n;
   struct gq_qjob qj;
+  struct ccohort *k;
 
   if (cj->t)
     return;
@@ -102,6 +103,10 @@ void jobs_queue_add(struct ctl *c, struct cjob *cj)
   cj->qprio = cj->priority;
   cj->state = CJ_QUEUED;
   cj->cohort = ctl_intern(c, t->cohort);
+  k = ctl_cohort(c, cj->cohort, cj->team);
+  if (!k->rebuilt && !k->rebuilding)
+    return; /* the cohort's coming rebuild writes it (at start-up: all of
+               them in one script, not one enqueue per job) */
   qj = (struct gq_qjob){cj->uid, cj->team, cj->ns, cj->name, cj->cohort,
                         cj->priority, cj->queued_ms};
   ctl_write_begin(c);
@@ -332,7 +337,8 @@ static void delete_pods(struct ctl *c, struct cjob *cj)
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", p->meta.ns,
              p->meta.name);
     ctl_write_begin(c);
-    if (gq_kclient_delete(c->kc, path, -1, p->meta.uid, delete_done, c) != 0)
+    if (gq_kclient_delete_how(c->kc, path, -1, p->meta.uid, CTL_WORK,
+                              delete_done, c) != 0)
       ctl_write_end(c);
   }
 }
@@ -516,6 +522,7 @@ static void created_one(struct ctl *c, struct create_ctx *x, int ok)
 {
   struct cjob *cj = ctl_job(c, x->uid);
 
+  c->creating--;
   if (!ok)
     forget_assumed(c, x->pod_key);
   if (cj && cj->attempt == x->attempt && cj->creates_left > 0) {
@@ -556,6 +563,14 @@ static void owner_checked(int rc, const struct gq_k8s_status *st,
     GQ_LOG(GQ_WARN, &lc, "pod %s exists and is not owned by job uid %s",
            x->pod_key, x->uid);
   created_one(x->c, x, rc == 0 && ours);
+}
+
+/* The create is on the wire: the refill is out of gpuq's hands. */
+static void pod_sent(void *arg)
+{
+  struct create_ctx *x = arg;
+
+  ctl_refilled(x->c);
 }
 
 static void pod_created(int rc, const struct gq_k8s_status *st,
@@ -671,6 +686,7 @@ void jobs_unassume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
  * each pod in the capacity snapshot until the pod informer shows it. */
 void jobs_create_pods(struct ctl *c, struct cjob *cj)
 {
+  static const struct gq_kclient_call how = {GQ_KPRIO_HIGH, 1, pod_sent};
   const struct gq_gpujob *j = ctl_job_spec(c, cj);
   char coll[400], name[GQ_POD_NAME_MAX + 1];
 
@@ -685,7 +701,7 @@ void jobs_create_pods(struct ctl *c, struct cjob *cj)
 
     snprintf(scoll, sizeof(scoll), "/api/v1/namespaces/%s/services", cj->ns);
     ctl_write_begin(c);
-    if (gq_kclient_create(c->kc, scoll, svc, service_done, c) != 0)
+    if (gq_kclient_create_how(c->kc, scoll, svc, CTL_WORK, service_done, c))
       ctl_write_end(c);
     json_decref(svc);
   }
@@ -693,11 +709,6 @@ void jobs_create_pods(struct ctl *c, struct cjob *cj)
   disrupt_resume(c, cj);
   if (j->drain == GQ_DRAIN_WAIT && !cj->pdb)
     disrupt_pdb(c, cj, 1);
-  if (c->freed_ms) {
-    gq_metric_observe(c->m_freed_to_create, NULL,
-                      (double)(gq_clock_mono_ms() - c->freed_ms) / 1000.0);
-    c->freed_ms = 0;
-  }
   for (int32_t r = 0; r < j->replicas; r++) {
     const struct gq_node *n = gq_informer_typed(c->inf_nodes, cj->nodes[r]);
     struct create_ctx *x;
@@ -724,7 +735,8 @@ void jobs_create_pods(struct ctl *c, struct cjob *cj)
     x->pod_key = gq_xasprintf("%s/%s", cj->ns, name);
     x->attempt = cj->attempt;
     ctl_write_begin(c);
-    if (gq_kclient_create(c->kc, coll, pod, pod_created, x) != 0)
+    c->creating++;
+    if (gq_kclient_create_how(c->kc, coll, pod, &how, pod_created, x))
       created_one(c, x, 0);
     json_decref(pod);
   }
@@ -840,6 +852,8 @@ static void refresh(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
   cj->gpus = j->gpus;
   cj->replicas = j->replicas;
   cj->expected_s = j->expected_duration_s;
+  cj->deadline_s = j->active_deadline_s;
+  cj->startup_s = j->startup_timeout_s;
   cj->priority = j->priority;
   if (j->priority_class) {
     const json_t *pc = gq_informer_get(c->inf_pcs, j->priority_class);
@@ -1073,26 +1087,37 @@ void jobs_reconcile(struct ctl *c, struct cjob *cj)
 void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms)
 {
   struct cjob *cj, *tmp;
+  struct cteam *t, *tt;
+  const struct gq_gpujob *j;
   int64_t dt = c->tick_ms && now_ms > c->tick_ms ? now_ms - c->tick_ms : 0;
 
   c->tick_ms = now_ms;
   disrupt_force_tick(c, now_ms, next_ms);
+  /* GPU-seconds allocated, for cost reports: a team's use per flavor is
+   * the sum of its admitted jobs' GPUs (one add per team and flavor, not
+   * one per job) */
+  HASH_ITER(hh, c->teams, t, tt)
+    for (size_t i = 0; dt && i < t->n_use; i++) {
+      const char *l[] = {t->name, t->use[i].key};
+
+      if (t->use[i].gpus)
+        gq_metric_add(c->m_gpu_seconds, l,
+                      (double)(t->use[i].gpus * dt) / 1000.0);
+    }
+  /* the limits come from the cached spec values (refresh()), not a lookup
+   * of every admitted job's object twice a second */
   HASH_ITER(hh, c->jobs, cj, tmp) {
-    const struct gq_gpujob *j;
     int64_t at;
 
-    if (cj->has_adm && dt) { /* GPU-seconds allocated, for cost reports */
-      const char *l[] = {cj->team, cj->flavor};
-
-      gq_metric_add(c->m_gpu_seconds, l, (double)(cj->gpus * dt) / 1000.0);
-    }
-    if (cj->state != CJ_ACTIVE)
+    if (cj->state != CJ_ACTIVE || cj->gone)
       continue;
-    j = ctl_job_spec(c, cj);
-    if (!j || disrupt_wait_tick(c, cj, j, now_ms, next_ms))
+    /* drainPolicy Wait's maximum wait needs the spec; the limits come
+     * from the cached spec values */
+    if (!(j = ctl_job_spec(c, cj)) || disrupt_wait_tick(c, cj, j, now_ms,
+                                                        next_ms))
       continue;
-    if (j->active_deadline_s >= 0 && cj->first_start_ms) {
-      at = cj->first_start_ms + j->active_deadline_s * 1000;
+    if (cj->deadline_s >= 0 && cj->first_start_ms) {
+      at = cj->first_start_ms + cj->deadline_s * 1000;
       if (at <= now_ms) {
         teardown(c, cj, TD_DEADLINE, "spec.activeDeadlineSeconds passed");
         continue;
@@ -1100,8 +1125,8 @@ void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms)
       if (*next_ms < 0 || at < *next_ms)
         *next_ms = at;
     }
-    if (j->startup_timeout_s >= 0 && !cj->running && cj->admitted_ms) {
-      at = cj->admitted_ms + j->startup_timeout_s * 1000;
+    if (cj->startup_s >= 0 && !cj->running && cj->admitted_ms) {
+      at = cj->admitted_ms + cj->startup_s * 1000;
       if (at <= now_ms) {
         teardown(c, cj, TD_STARTUP, "replicas not all Running within "
                  "spec.startupTimeoutSeconds");

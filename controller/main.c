@@ -9,6 +9,7 @@
  *                   [--drain-taints KEY,...] [--drain-wait SECONDS]
  *                   [--notready-timeout SECONDS]
  *                   [--kube-qps Q] [--kube-burst B]
+ *                   [--ledger-audit-seconds N]
  *                   [--time-scale S --time-epoch E] [--log-level L]
  *   gpuq-controller [--kubeconfig PATH] [--context C] --check-connection
  *
@@ -49,8 +50,8 @@ static void usage(FILE *f)
       "         [--policy gpuq|fifo]\n"
       "         [--drain-taints KEY,...] [--drain-wait SECONDS]\n"
       "         [--notready-timeout SECONDS]\n"
-      "         [--kube-qps Q] [--kube-burst B] [--time-scale S --time-epoch E]\n"
-      "         [--log-level L]\n"
+      "         [--kube-qps Q] [--kube-burst B] [--ledger-audit-seconds N]\n"
+      "         [--time-scale S --time-epoch E] [--log-level L]\n"
       "       gpuq-controller [--kubeconfig PATH] [--context NAME] --check-connection\n");
 }
 
@@ -289,6 +290,10 @@ int main(int argc, char **argv)
       if (parse_num(f, v, 1, 1000000, &n) != 0)
         return 2;
       ko.burst = (int)n;
+    } else if (v && !strcmp(f, "--ledger-audit-seconds") && ++i) {
+      if (parse_num(f, v, 1, 86400, &n) != 0)
+        return 2;
+      co.audit_s = n;
     } else if (v && !strcmp(f, "--log-level") && ++i) {
       if (gq_log_parse_level(v, &lvl) != 0) {
         fprintf(stderr, "gpuq-controller: --log-level: want debug, info, "

@@ -7,8 +7,8 @@
  * differ are sent as a JSON merge patch (RFC 7386); one write per job is
  * in flight at a time, and a change made meanwhile is sent when it
  * returns. Queue positions of the first GQ_CTL_POSITIONS_NOW jobs of each
- * team are kept current at every pass; the rest are refreshed by a bounded
- * background sweep.
+ * team are kept exact (written at most once a second); the rest are coarse
+ * (controller/position.h), refreshed by a bounded background sweep.
  */
 #include "controller/ctl_int.h"
 
@@ -22,7 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SWEEP_MAX 500      /* positions refreshed per sweep */
+#define SWEEP_MAX 500      /* positions written per second by the sweep */
+#define SWEEP_SCAN 20000   /* queued jobs it looks at per second */
 #define STATUS_INFLIGHT 16 /* status writes in flight at once */
 #define EVENTS_INFLIGHT 8  /* event writes in flight at once */
 #define EVENTS_QUEUED 10000 /* events waiting; more are dropped */
@@ -343,7 +344,8 @@ static void send_status(struct ctl *c, struct cjob *cj)
   cj->status_inflight = 1;
   c->s_inflight++;
   ctl_write_begin(c);
-  if (gq_kclient_patch(c->kc, path, "merge", body, status_done, x) != 0) {
+  if (gq_kclient_patch_how(c->kc, path, "merge", body, CTL_REPORT,
+                           status_done, x) != 0) {
     ctl_write_end(c);
     c->s_inflight--;
     cj->status_inflight = 0;
@@ -465,8 +467,9 @@ static void send_event(struct ctl *c)
 
     c->ev_inflight++;
     ctl_write_begin(c);
-    if (gq_kclient_event(c->kc, obj, e->type, e->reason, e->msg,
-                         GQ_CTL_COMPONENT, event_done, c) != 0) {
+    if (gq_kclient_event_how(c->kc, obj, e->type, e->reason, e->msg,
+                             GQ_CTL_COMPONENT, CTL_REPORT, event_done,
+                             c) != 0) {
       ctl_write_end(c);
       c->ev_inflight--;
     }
@@ -568,7 +571,8 @@ void status_finalizer(struct ctl *c, struct cjob *cj,
   snprintf(path, sizeof(path), "/apis/%s/%s/namespaces/%s/gpujobs/%s",
            GQ_GROUP, GQ_VERSION, cj->ns, cj->name);
   ctl_write_begin(c);
-  if (gq_kclient_patch(c->kc, path, "json", patch, fin_done, c) != 0)
+  if (gq_kclient_patch_how(c->kc, path, "json", patch, CTL_WORK, fin_done,
+                           c) != 0)
     ctl_write_end(c);
   json_decref(patch);
   json_decref(fin);
@@ -576,42 +580,60 @@ void status_finalizer(struct ctl *c, struct cjob *cj,
 
 /* ---- queue positions -------------------------------------------------- */
 
-void status_positions(struct ctl *c, struct cteam *t, size_t upto)
+/* Writes queue[i]'s position if the policy says so; returns 1 if it did. */
+static int position(struct ctl *c, struct cteam *t, size_t i)
 {
-  for (size_t i = 0; i < t->n && i < upto; i++) {
-    struct cjob *cj = t->q[i];
+  struct cjob *cj = t->q[i];
 
-    if (cj->position != (int64_t)i + 1) {
-      cj->position = (int64_t)i + 1;
-      status_flush(c, cj);
-    }
-  }
+  if (!gq_position_due(cj->position, (int64_t)i + 1,
+                           GQ_CTL_POSITIONS_NOW))
+    return 0;
+  cj->position = (int64_t)i + 1;
+  status_flush(c, cj);
+  return 1;
 }
 
-/* Refreshes up to SWEEP_MAX positions beyond the first ones, resuming
- * where the last sweep stopped (over all teams, in name order of the
- * hash's iteration). */
+void status_positions(struct ctl *c, struct cteam *t, size_t upto)
+{
+  for (size_t i = 0; i < t->n && i < upto; i++)
+    position(c, t, i);
+}
+
+/* One slice of the background sweep (every sweep_ms): the first positions
+ * of each team if a second has passed since they were last refreshed (by
+ * a pass or a slice), then the coarse ones beyond: it looks at up to
+ * SWEEP_SCAN and writes up to SWEEP_MAX jobs a second, in slices of
+ * sweep_ms (small slices: a freed slot is refilled on the next loop turn,
+ * not after a long sweep), resuming where the last slice stopped (over all
+ * teams, in the hash's iteration order). */
 void status_sweep(struct ctl *c)
 {
   struct cteam *t, *tt;
-  size_t seen = 0, done = 0, start = c->sweep_cursor;
+  size_t seen = 0, looked = 0, done = 0, start = c->sweep_cursor;
+  size_t scan = (size_t)(SWEEP_SCAN * c->o.sweep_ms / 1000) + 1;
+  size_t max = (size_t)(SWEEP_MAX * c->o.sweep_ms / 1000) + 1;
 
-  HASH_ITER(hh, c->teams, t, tt)
-    status_positions(c, t, GQ_CTL_POSITIONS_NOW);
+  if (gq_clock_mono_ms() - c->pos_ms >= 1000) {
+    c->pos_ms = gq_clock_mono_ms();
+    HASH_ITER(hh, c->teams, t, tt)
+      status_positions(c, t, GQ_CTL_POSITIONS_NOW);
+  }
   HASH_ITER(hh, c->teams, t, tt) {
-    for (size_t i = GQ_CTL_POSITIONS_NOW; i < t->n; i++, seen++) {
-      struct cjob *cj = t->q[i];
+    size_t beyond = t->n > GQ_CTL_POSITIONS_NOW ? t->n - GQ_CTL_POSITIONS_NOW
+                                                : 0;
 
+    if (seen + beyond <= start) { /* swept in an earlier slice */
+      seen += beyond;
+      continue;
+    }
+    for (size_t i = GQ_CTL_POSITIONS_NOW; i < t->n; i++, seen++) {
       if (seen < start)
         continue;
-      if (done++ >= SWEEP_MAX) {
+      if (looked++ >= scan || done >= max) {
         c->sweep_cursor = seen;
         return;
       }
-      if (cj->position != (int64_t)i + 1) {
-        cj->position = (int64_t)i + 1;
-        status_flush(c, cj);
-      }
+      done += (size_t)position(c, t, i);
     }
   }
   c->sweep_cursor = 0;
@@ -672,17 +694,22 @@ struct quota_ctx {
   char *team;
 };
 
-/* One TeamQuota status patch at a time: the next pass compares again with
- * what the informer then shows (the patch's result), so nothing is resent
- * while a write is still on its way. */
+/* One TeamQuota status patch at a time, at most one a second per quota,
+ * and never the same status twice (the informer may not show the last one
+ * yet when the next pass compares): the next pass compares again. */
 static void quota_done(int rc, const struct gq_k8s_status *st,
                        const json_t *obj, void *arg)
 {
   struct quota_ctx *x = arg;
+  struct cteam *t = ctl_team(x->c, x->team);
 
   (void)obj;
   ctl_write_end(x->c);
-  ctl_team(x->c, x->team)->qs_inflight = 0;
+  t->qs_inflight = 0;
+  if (rc != 0) { /* not written: it may be sent again */
+    json_decref(t->qs_sent);
+    t->qs_sent = NULL;
+  }
   if (rc != 0 && rc != GQ_ENOTFOUND)
     ctl_api_error(x->c, "patch", "teamquota status", rc, st);
   ctl_schedule_pass(x->c);
@@ -702,8 +729,9 @@ static void quota_status(const json_t *obj, void *typed, void *arg)
   json_t *want = json_object(), *conds = json_array(), *patch, *body;
   char err[GQ_DEC_MSG_MAX], path[400];
   struct quota_ctx *x;
+  struct cteam *team = name ? ctl_team(c, name) : NULL;
 
-  if (!name || ctl_team(c, name)->qs_inflight) {
+  if (!team || team->qs_inflight || gq_clock_mono_ms() - team->qs_ms < 1000) {
     json_decref(want);
     json_decref(conds);
     return;
@@ -763,22 +791,29 @@ static void quota_status(const json_t *obj, void *typed, void *arg)
   json_object_set_new(want, "conditions", conds);
   json_object_set_new(want, "observedGeneration", json_integer(gen));
   patch = diff(cur, want);
-  json_decref(want);
-  if (json_object_size(patch) == 0) {
+  if (json_object_size(patch) == 0 ||
+      (team->qs_sent && json_equal(team->qs_sent, want))) {
     json_decref(patch);
+    json_decref(want);
     return;
   }
+  json_decref(team->qs_sent);
+  team->qs_sent = want;
+  team->qs_ms = gq_clock_mono_ms();
   body = json_pack("{s:o}", "status", patch);
   snprintf(path, sizeof(path), "/apis/%s/%s/teamquotas/%s/status", GQ_GROUP,
            GQ_VERSION, name);
   x = gq_xcalloc(1, sizeof(*x));
   x->c = c;
   x->team = gq_xstrdup(name);
-  ctl_team(c, name)->qs_inflight = 1;
+  team->qs_inflight = 1;
   ctl_write_begin(c);
-  if (gq_kclient_patch(c->kc, path, "merge", body, quota_done, x) != 0) {
+  if (gq_kclient_patch_how(c->kc, path, "merge", body, CTL_REPORT,
+                           quota_done, x) != 0) {
     ctl_write_end(c);
-    ctl_team(c, name)->qs_inflight = 0;
+    team->qs_inflight = 0;
+    json_decref(team->qs_sent);
+    team->qs_sent = NULL;
     free(x->team);
     free(x);
   }
@@ -840,9 +875,10 @@ void status_node(struct ctl *c, const json_t *obj, const struct gq_node *n)
   }
   GQ_LOG(lost ? GQ_WARN : GQ_INFO, &lc, "node %s: %s", n->meta.name, msg);
   ctl_write_begin(c);
-  if (gq_kclient_event(c->kc, obj, lost ? "Warning" : "Normal",
-                       lost ? "GPUCapacityLost" : "GPUCapacityRestored", msg,
-                       GQ_CTL_COMPONENT, node_event_done, c) != 0)
+  if (gq_kclient_event_how(c->kc, obj, lost ? "Warning" : "Normal",
+                           lost ? "GPUCapacityLost" : "GPUCapacityRestored",
+                           msg, GQ_CTL_COMPONENT, CTL_REPORT, node_event_done,
+                           c) != 0)
     ctl_write_end(c);
 }
 

@@ -3,7 +3,8 @@
  * here by the openssl tool; list with pagination; watches with bookmarks;
  * an informer resuming after the sim closes its watches and relisting on
  * 410 with the deletes it missed; 409 on a stale update; retries on
- * injected 500 and 429; the rate limiter; two clients electing exactly
+ * injected 500 and 429; the rate limiter; priorities and the window of
+ * requests on the wire; two clients electing exactly
  * one leader and failing over when the leader stops renewing. Every wait
  * is for a condition, with a deadline. */
 #include <setjmp.h>
@@ -621,6 +622,122 @@ static void test_rate_limit(void **state)
   done_with(c, &cfg);
 }
 
+struct ordered {
+  struct result r;
+  int *seq, at; /* at: 1-based completion rank */
+  int sent;     /* times the sent hook ran */
+};
+
+static void on_ordered(int rc, const struct gq_k8s_status *st,
+                       const json_t *obj, void *arg)
+{
+  struct ordered *o = arg;
+
+  assert_int_equal(o->sent, 1); /* on the wire before it can end */
+  on_result(rc, st, obj, &o->r);
+  o->at = ++*o->seq;
+}
+
+static void on_sent(void *arg)
+{
+  struct ordered *o = arg;
+
+  assert_false(o->r.done);
+  o->sent++;
+}
+
+/* Runs the loop until every o[i] is done, checking that the client never
+ * has more than max requests on the wire; returns the most it had. */
+static unsigned run_all(struct gq_kclient *c, struct ordered *o, int n,
+                        unsigned max)
+{
+  int64_t end = gq_clock_mono_ms() + 30000;
+  unsigned most = 0;
+  int all = 0;
+
+  while (!all && gq_clock_mono_ms() < end) {
+    uv_run(&loop, UV_RUN_ONCE);
+    if (gq_kclient_inflight(c) > most)
+      most = gq_kclient_inflight(c);
+    assert_true(gq_kclient_inflight(c) <= max);
+    all = 1;
+    for (int i = 0; i < n; i++)
+      all &= o[i].r.done;
+  }
+  assert_true(all);
+  return most;
+}
+
+/* The next token goes to the waiting request of the highest priority, and
+ * the window bounds the requests on the wire: with one token at a time
+ * (and then one request at a time), the first low-priority request goes,
+ * then every high one, then the other low ones, each group in order; the
+ * sent hook runs once for each, before its callback. A success without
+ * body parsing gives no object; an error is still decoded. */
+static void test_priorities_and_window(void **state)
+{
+  static const struct gq_kclient_call low = {GQ_KPRIO_LOW, 0, on_sent},
+                                      high = {GQ_KPRIO_HIGH, 0, on_sent},
+                                      normal = {GQ_KPRIO_NORMAL, 0, on_sent},
+                                      nobody = {GQ_KPRIO_NORMAL, 1, NULL};
+  struct gq_kubeconfig cfg;
+  struct gq_kclient_opts o1 = {.qps = 20, .burst = 1};
+  struct gq_kclient_opts o2 = {.qps = -1, .max_inflight = 1};
+  struct gq_kclient_opts o3 = {.qps = -1, .max_inflight = 3};
+  struct gq_kclient *c;
+  struct ordered q[8];
+  struct result r = {0}, e = {0};
+  int seq;
+
+  (void)state;
+  for (int round = 0; round < 2; round++) {
+    c = client_for(sim.kubeconfig, &cfg, round ? &o2 : &o1);
+    memset(q, 0, sizeof(q));
+    seq = 0;
+    for (int i = 0; i < 8; i++) {
+      q[i].seq = &seq;
+      assert_int_equal(gq_kclient_request_how(c, "GET", "/version", NULL,
+                                              NULL, i < 4 ? &low : &high,
+                                              on_ordered, &q[i]),
+                       0);
+    }
+    assert_true(run_all(c, q, 8, round ? 1 : 64) >= 1);
+    assert_int_equal(q[0].at, 1);
+    for (int i = 4; i < 8; i++)
+      assert_int_equal(q[i].at, i - 2); /* 2..5 */
+    for (int i = 1; i < 4; i++)
+      assert_int_equal(q[i].at, i + 5); /* 6..8 */
+    for (int i = 0; i < 8; i++) {
+      assert_int_equal(q[i].r.rc, 0);
+      json_decref(q[i].r.obj);
+    }
+    done_with(c, &cfg);
+  }
+  /* a window of 3 is used whole and never exceeded */
+  c = client_for(sim.kubeconfig, &cfg, &o3);
+  memset(q, 0, sizeof(q));
+  seq = 0;
+  for (int i = 0; i < 8; i++) {
+    q[i].seq = &seq;
+    gq_kclient_request_how(c, "GET", "/version", NULL, NULL, &normal,
+                           on_ordered, &q[i]);
+  }
+  assert_int_equal(run_all(c, q, 8, 3), 3);
+  for (int i = 0; i < 8; i++)
+    json_decref(q[i].r.obj);
+  gq_kclient_request_how(c, "GET", "/version", NULL, NULL, &nobody,
+                         on_result, &r);
+  gq_kclient_request_how(c, "GET", "/api/v1/namespaces/nope/pods/nope", NULL,
+                         NULL, &nobody, on_result, &e);
+  assert_true(run_until(&r.done, 30000) && run_until(&e.done, 30000));
+  assert_int_equal(r.rc, 0);
+  assert_null(r.obj);
+  assert_int_equal(e.rc, GQ_ENOTFOUND);
+  assert_string_equal(e.reason, "NotFound");
+  json_decref(e.obj);
+  done_with(c, &cfg);
+}
+
 struct cand {
   int leading, started, stopped;
 };
@@ -689,6 +806,7 @@ int main(void)
       cmocka_unit_test(test_delete_and_evict),
       cmocka_unit_test(test_conflict_and_retries),
       cmocka_unit_test(test_rate_limit),
+      cmocka_unit_test(test_priorities_and_window),
       cmocka_unit_test(test_leader_election),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);

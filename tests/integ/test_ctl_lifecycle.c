@@ -10,6 +10,8 @@
  *   - a controller SIGKILLed right after admitting, or while the pods of
  *     an admitted gang are being created, then restarted;
  *   - Redis flushed, and Redis restarted, mid-run;
+ *   - the periodic ledger audit: no drift while a job runs, a changed
+ *     ledger found and rebuilt;
  *   - two controllers with leader election: one acts, the other takes over.
  * Every wait is for a condition, with a deadline; every test ends with the
  * sim's report (invariant violations, placement misses) and a clean
@@ -32,6 +34,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "base/clock.h"
 #include "tests/support/fixture.h"
 #include "tests/support/proc.h"
 #include "tests/support/redis.h"
@@ -427,16 +430,22 @@ static long long redis_eval(const char *script)
   return v;
 }
 
+/* GPUs the Redis ledger counts as used, over every team and flavor. */
+static long long ledger_used(void)
+{
+  return redis_eval(
+      "local s=0 for _,k in ipairs(redis.call('KEYS','gpuq:*:use:*')) do "
+      "for _,v in ipairs(redis.call('HVALS',k)) do s=s+tonumber(v) end end "
+      "return s");
+}
+
 /* Invariant 3: after every job has ended, no admission is left and every
  * team's usage is 0 (and the ledger was used at all). */
 static void assert_ledger_empty(void)
 {
   assert_true(redis_eval("return #redis.call('KEYS','gpuq:*:ver')") >= 1);
   assert_int_equal(redis_eval("return #redis.call('KEYS','gpuq:*:adm:*')"), 0);
-  assert_int_equal(redis_eval(
-      "local s=0 for _,k in ipairs(redis.call('KEYS','gpuq:*:use:*')) do "
-      "for _,v in ipairs(redis.call('HVALS',k)) do s=s+tonumber(v) end end "
-      "return s"), 0);
+  assert_int_equal(ledger_used(), 0);
 }
 
 static void assert_report(long long misses)
@@ -618,6 +627,10 @@ static void test_terminating_holds(void **state)
       json_array_get(items, 0), "metadata"), "name"));
   snprintf(pod, sizeof(pod), "/api/v1/namespaces/team-a/pods/%s", pname);
   json_decref(items);
+  /* the TeamQuota shows the holder's GPUs (its status is written at most
+   * once a second) before the pod goes */
+  assert_true(gq_test_wait_field(&env.sim, TQ "/team-a", "status.usedGPUs",
+                                 "8", WAIT_MS));
   json_decref(gq_test_sim_call(&env.sim, "DELETE", pod,
                                "{\"gracePeriodSeconds\":40}", 200));
   /* while the pod exists (terminating), waiter stays queued, podless */
@@ -902,6 +915,46 @@ static int log_has(const char *path, const char *needle)
   return hit;
 }
 
+/* The periodic ledger audit (--ledger-audit-seconds 1): while a job runs,
+ * it finds no drift (its admission is in the ledger); a ledger changed
+ * behind gpuq's back (a team's use set to 3 GPUs) is found by the next
+ * audit and rebuilt from the pods (8 again); the job still completes and
+ * the ledger ends empty. */
+static void test_ledger_audit(void **state)
+{
+  static const char *const nodes[] = {"lc-a-:8", NULL};
+  static const char *const audit[] = {"--ledger-audit-seconds", "1", NULL};
+  struct jobopt o = JOB;
+  int64_t end;
+
+  (void)state;
+  env_up(nodes);
+  create_quota("team-a", "team-a", 8);
+  ctl_up(&env.ctl, audit);
+  o.gpus = 8;
+  o.run_s = 150;
+  create_job("au1", &o);
+  assert_true(wait_phase("au1", "Running"));
+  assert_int_equal(ledger_used(), 8);
+  assert_true(gq_test_wait_file(env.ctl.log, ": no drift (version",
+                                WAIT_MS));
+  assert_false(log_has(env.ctl.log, "Redis differs"));
+  assert_int_equal(redis_eval(
+      "local n=0 for _,k in ipairs(redis.call('KEYS','gpuq:*:use:*')) do "
+      "for _,f in ipairs(redis.call('HKEYS',k)) do "
+      "redis.call('HSET',k,f,'3') n=n+1 end end return n"), 1);
+  assert_true(gq_test_wait_file(env.ctl.log, "Redis differs from the pods "
+                                "by 5 GPUs", WAIT_MS));
+  end = gq_clock_mono_ms() + WAIT_MS;
+  while (ledger_used() != 8 && gq_clock_mono_ms() < end)
+    gq_test_sleep_ms(50);
+  assert_int_equal(ledger_used(), 8);
+  assert_true(wait_phase("au1", "Succeeded"));
+  assert_int_equal(status_int("team-a", "au1", "attempts"), 1);
+  assert_ledger_empty();
+  finish(0);
+}
+
 static int wait_holder(const char *identity)
 {
   return gq_test_wait_field(&env.sim, "/apis/coordination.k8s.io/v1/"
@@ -968,6 +1021,7 @@ int main(void)
       cmocka_unit_test_teardown(test_kill_restart, env_down),
       cmocka_unit_test_teardown(test_kill_mid_create, env_down),
       cmocka_unit_test_teardown(test_redis_loss, env_down),
+      cmocka_unit_test_teardown(test_ledger_audit, env_down),
       cmocka_unit_test_teardown(test_leader_election, env_down),
   };
   /* GQ_TEST_FILTER=test_name runs one test (a glob) */

@@ -870,6 +870,36 @@ static void test_status_table(void **state)
   }
 }
 
+/* gq_status_decode_doc() with the body parsed by the caller gives what
+ * gq_status_decode() gives, for every case of the table; with the body of
+ * a success left unparsed (doc NULL), rc 0 and the code. */
+static void test_status_decode_doc(void **state)
+{
+  (void)state;
+  for (size_t i = 0; i < N_OF(status_cases); i++) {
+    const struct status_case *sc = &status_cases[i];
+    struct gq_k8s_status a, b;
+    json_t *doc = json_loadb(sc->body, strlen(sc->body), 0, NULL);
+    int ra = gq_status_decode(sc->http, sc->body, strlen(sc->body), &a);
+    int rb = gq_status_decode_doc(sc->http, sc->body, strlen(sc->body), doc,
+                                  &b);
+
+    json_decref(doc);
+    if (ra != rb || a.code != b.code || strcmp(a.reason, b.reason) ||
+        strcmp(a.message, b.message) || a.retry_after_s != b.retry_after_s)
+      fail_msg("%s: decode_doc differs from decode", sc->name);
+  }
+  {
+    struct gq_k8s_status st;
+    const char *body = "{\"kind\":\"Pod\"}";
+
+    assert_int_equal(gq_status_decode_doc(201, body, strlen(body), NULL, &st),
+                     0);
+    assert_int_equal(st.code, 201);
+    assert_string_equal(st.message, "");
+  }
+}
+
 /* A Status message longer than the struct's field is cut on a character
  * boundary, and a NULL body with length 0 is fine. */
 static void test_status_long_message(void **state)
@@ -1169,6 +1199,56 @@ static void test_ratelimit_long_run(void **state)
   assert_true(t >= 999000 && t <= 1000000 + 7000);
 }
 
+/* gq_ratelimit_try() takes a token only when there is one, so the caller
+ * can give the next one to whichever request it likes: a refused try
+ * leaves no debt, and the wait it returns is when the next token is in. */
+static void test_ratelimit_try(void **state)
+{
+  struct gq_ratelimit r;
+
+  (void)state;
+  gq_ratelimit_init(&r, 10, 2, 0);
+  assert_int_equal(gq_ratelimit_try(&r, 0), 0);
+  assert_int_equal(gq_ratelimit_try(&r, 0), 0);
+  assert_int_equal(gq_ratelimit_try(&r, 0), 100); /* empty: 100 ms */
+  assert_int_equal(gq_ratelimit_try(&r, 0), 100); /* still: no debt */
+  assert_int_equal(gq_ratelimit_try(&r, 40), 60);
+  assert_int_equal(gq_ratelimit_try(&r, 100), 0);
+  assert_int_equal(gq_ratelimit_try(&r, 100), 100);
+  assert_int_equal(gq_ratelimit_try(&r, 99999), 0); /* refilled to burst */
+  assert_int_equal(gq_ratelimit_try(&r, 99999), 0);
+  assert_int_equal(gq_ratelimit_try(&r, 99999), 100);
+  /* a fraction of a ms still waits 1 ms (never "now" without a token) */
+  gq_ratelimit_init(&r, 3, 1, 0);
+  assert_int_equal(gq_ratelimit_try(&r, 0), 0);
+  assert_int_equal(gq_ratelimit_try(&r, 333), 1);
+  assert_int_equal(gq_ratelimit_try(&r, 334), 0);
+  /* unlimited */
+  gq_ratelimit_init(&r, 0, 1, 0);
+  for (int i = 0; i < 5; i++)
+    assert_int_equal(gq_ratelimit_try(&r, 0), 0);
+  /* a reservation's debt is paid before try gets a token */
+  gq_ratelimit_init(&r, 10, 1, 0);
+  assert_int_equal(gq_ratelimit_reserve(&r, 0), 0);
+  assert_int_equal(gq_ratelimit_reserve(&r, 0), 100);
+  assert_int_equal(gq_ratelimit_try(&r, 0), 200);
+  assert_int_equal(gq_ratelimit_try(&r, 200), 0);
+  /* keeping 2 of a burst of 4: the low ones take 2, the others the rest */
+  gq_ratelimit_init(&r, 10, 4, 0);
+  assert_int_equal(gq_ratelimit_try_above(&r, 0, 2), 0);
+  assert_int_equal(gq_ratelimit_try_above(&r, 0, 2), 0);
+  assert_int_equal(gq_ratelimit_try_above(&r, 0, 2), 100); /* 3 needed */
+  assert_int_equal(gq_ratelimit_try(&r, 0), 0);
+  assert_int_equal(gq_ratelimit_try(&r, 0), 0);
+  assert_int_equal(gq_ratelimit_try(&r, 0), 100);
+  assert_int_equal(gq_ratelimit_try_above(&r, 0, 2), 300);
+  assert_int_equal(gq_ratelimit_try_above(&r, 300, 2), 0);
+  /* keep beyond the burst is the burst: still one at a time when full */
+  gq_ratelimit_init(&r, 10, 2, 0);
+  assert_int_equal(gq_ratelimit_try_above(&r, 0, 5), 0);
+  assert_int_equal(gq_ratelimit_try_above(&r, 0, 5), 100);
+}
+
 /* ---- watch timeout ------------------------------------------------------ */
 
 static void test_watch_timeout(void **state)
@@ -1206,6 +1286,7 @@ int main(void)
       cmocka_unit_test(test_decode_unterminated),
       cmocka_unit_test(test_watch_type_name),
       cmocka_unit_test(test_status_table),
+      cmocka_unit_test(test_status_decode_doc),
       cmocka_unit_test(test_status_long_message),
       cmocka_unit_test(test_status_from_json),
       cmocka_unit_test(test_retry_after),
@@ -1213,6 +1294,7 @@ int main(void)
       cmocka_unit_test(test_429_retry_after),
       cmocka_unit_test(test_ratelimit),
       cmocka_unit_test(test_ratelimit_long_run),
+      cmocka_unit_test(test_ratelimit_try),
       cmocka_unit_test(test_watch_timeout),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
