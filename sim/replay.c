@@ -310,6 +310,8 @@ void gq__replay_submit_due(struct gq_sim *s, struct gq_sim_replay *r)
                j->obj ? json_deep_copy(j->obj) : job_object(r, j), err,
                sizeof(err)) != 0) {
       GQ_LOG(GQ_ERROR, &lc, "cannot submit job '%s': %s", key, err);
+      free(j->rejected);
+      j->rejected = gq_xstrdup(err);
       j->ended = j->failed = 1;
       r->ended++;
     }
@@ -325,8 +327,8 @@ void gq__replay_submit_due(struct gq_sim *s, struct gq_sim_replay *r)
 
 /* Schedules a list of timeline events (path names them in messages). */
 int gq__replay_schedule_events(struct gq_sim *s, struct gq_sim_replay *r,
-                           const json_t *events, const char *path, char *err,
-                           size_t errlen)
+                           const json_t *events, const char *path,
+                           int check_only, char *err, size_t errlen)
 {
   const json_t *ev;
   size_t i;
@@ -347,10 +349,11 @@ int gq__replay_schedule_events(struct gq_sim *s, struct gq_sim_replay *r,
                "and node and action, or run", path, i);
       return GQ_EINVAL;
     }
-    gq_sim_tev_add(s->engine,
-                   r->t0_vms + json_integer_value(json_object_get(ev, "at")) *
-                                   1000,
-                   GQ_TEV_TIMELINE, NULL, NULL, (int64_t)i);
+    if (!check_only)
+      gq_sim_tev_add(s->engine,
+                     r->t0_vms +
+                         json_integer_value(json_object_get(ev, "at")) * 1000,
+                     GQ_TEV_TIMELINE, NULL, NULL, (int64_t)i);
   }
   return 0;
 }
@@ -365,7 +368,7 @@ static int load_timeline(struct gq_sim *s, struct gq_sim_replay *r,
     return rc;
   rc = gq__replay_schedule_events(s, r, json_object_get(json_array_get(docs, 0),
                                              "events"),
-                       path, err, errlen);
+                       path, 0, err, errlen);
   json_decref(docs);
   return rc;
 }
@@ -914,6 +917,8 @@ void gq_sim_replay_tev(struct gq_sim *s, const struct gq_tev *t)
     gq__replay_submit_due(s, r);
   else if (r && t->type == GQ_TEV_SAMPLE && !r->finished)
     sample(s, r);
+  else if (r && t->type == GQ_TEV_EXPECT && !r->finished)
+    gq__scenario_expect_tev(s, r, t->arg);
   else if (r && t->type == GQ_TEV_DEADLINE)
     gq__replay_finish(s, r, "the scenario's timeout");
 }
@@ -959,6 +964,17 @@ int gq_sim_replay_start(struct gq_sim *s, const struct gq_sim_replay_opts *o,
   return 0;
 }
 
+int gq_sim_replay_begin(struct gq_sim *s)
+{
+  struct gq_sim_replay *r = R(s);
+
+  if (!r || !r->held)
+    return -1;
+  GQ_LOG(GQ_INFO, &lc, "scenario started");
+  gq__scenario_begin(s, r);
+  return 0;
+}
+
 void gq_sim_replay_release(struct gq_sim *s)
 {
   struct gq_sim_replay *r = R(s);
@@ -967,8 +983,12 @@ void gq_sim_replay_release(struct gq_sim *s)
     return;
   json_decref(r->timeline);
   json_decref(r->scenario);
-  for (size_t i = 0; i < r->n_jobs; i++)
+  json_decref(r->found);
+  json_decref(r->timed);
+  for (size_t i = 0; i < r->n_jobs; i++) {
     json_decref(r->jobs[i].obj);
+    free(r->jobs[i].rejected);
+  }
   free(r->jobs);
   json_decref(r->index);
   json_decref(r->teams);
