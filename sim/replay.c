@@ -890,7 +890,7 @@ void gq_sim_replay_job_phase(struct gq_sim *s, const json_t *job, int deleted)
              json_string_value(json_object_get(meta, "name")));
   if (!j || j->ended)
     return;
-  if (deleted) {
+  if (deleted && !r->scenario) { /* a scenario's deletes are its users' */
     snprintf(msg, sizeof(msg), "GpuJob %s/%s vanished before it ended",
              j->team, j->name);
     gq_sim_report_violation(s, "INV-4", msg);
@@ -932,6 +932,7 @@ int gq_sim_replay_start(struct gq_sim *s, const struct gq_sim_replay_opts *o,
   r->o = *o;
   r->index = json_object();
   r->teams = json_object();
+  r->rejected = json_object();
   r->series = json_pack("{s:[], s:[], s:[], s:{}}", "t", "busy_gpus",
                         "running", "queued");
   r->t0_vms = gq_clock_now_ms();
@@ -985,6 +986,7 @@ void gq_sim_replay_release(struct gq_sim *s)
   json_decref(r->scenario);
   json_decref(r->found);
   json_decref(r->timed);
+  json_decref(r->rejected);
   for (size_t i = 0; i < r->n_jobs; i++) {
     json_decref(r->jobs[i].obj);
     free(r->jobs[i].rejected);

@@ -72,7 +72,7 @@ static int quotas_from(struct gq_sim *s, struct gq_sim_replay *r,
         gq__replay_namespace(s, json_string_value(ns));
     if (gq__replay_create(s, "gpuq.dev", "v1alpha1", "teamquotas",
                           json_deep_copy(q), err, errlen) != 0)
-      return GQ_EINVAL;
+      json_object_set_new(r->rejected, team ? team : "", json_string(err));
   }
   return 0;
 }
@@ -250,6 +250,14 @@ static const json_t *subject(struct gq_sim *s, const json_t *e,
   const char *path = json_string_value(json_object_get(e, "path"));
   struct gq_sim_replay *r = s->engine->replay;
 
+  if (sub && !strncmp(sub, "teamquotas/", 11)) {
+    const json_t *rej = json_object_get(r->rejected, sub + 11);
+
+    snprintf(what, len, "submission of %s", sub);
+    json_decref(r->found);
+    r->found = rej ? json_incref((json_t *)rej) : json_string("accepted");
+    return r->found;
+  }
   if (sub) {
     const json_t *v = json_object_get(r->index, sub);
     struct job *j = v ? &r->jobs[json_integer_value(v)] : NULL;
@@ -306,6 +314,8 @@ static int holds(const json_t *got, const json_t *e, char *msg, size_t len)
   const json_t *hi = json_object_get(e, "atMost");
   const json_t *ex = json_object_get(e, "exists");
   const char *sub = json_string_value(json_object_get(e, "contains"));
+  const json_t *in = json_object_get(e, "in"), *v;
+  size_t i;
   char *g = got ? json_dumps(got, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
   int ok = 1;
 
@@ -319,6 +329,11 @@ static int holds(const json_t *got, const json_t *e, char *msg, size_t len)
     ok = (got != NULL) == json_is_true(ex);
   if (ok && sub)
     ok = json_is_string(got) && strstr(json_string_value(got), sub);
+  if (ok && in) {
+    ok = 0;
+    json_array_foreach((json_t *)in, i, v)
+      ok |= got && json_equal((json_t *)got, v);
+  }
   snprintf(msg, len, "got %s", g ? g : "nothing");
   free(g);
   return ok;
