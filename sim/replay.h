@@ -48,12 +48,15 @@ struct gq_sim_replay_opts {
  *   - {submission: team-a/bad, contains: "spec.gpusPerReplica"}
  *
  * An expectation names its subject (job, object, report, pods: the number
- * of the job's pods holding resources, or submission: the API server's
+ * of the job's pods holding resources, everyPod: each of those pods (the
+ * test must hold at path of every one, and there must be one), or
+ * submission: the API server's
  * answer to the sim's create of that job, or of "teamquotas/NAME", its
  * error message or "accepted"; a rejected TeamQuota does not stop the
  * scenario) and tests it with any of equals (JSON equality), in (equal to
  * one of a list), atLeast / atMost (numbers), exists (true / false) and
- * contains (a substring of a string). With at: SECONDS it is evaluated at
+ * contains (a substring of a string, or of the JSON text of another
+ * value). With at: SECONDS it is evaluated at
  * that virtual time, otherwise at the end. A GpuJob deleted by a scenario
  * hook has ended (its user deleted it). Two keys the sim ignores are read by
  * tests/integ/test_scenarios.c: controller: true (run it against the real

@@ -327,8 +327,8 @@ static int holds(const json_t *got, const json_t *e, char *msg, size_t len)
     ok = json_is_number(got) && json_number_value(got) <= json_number_value(hi);
   if (ok && ex)
     ok = (got != NULL) == json_is_true(ex);
-  if (ok && sub)
-    ok = json_is_string(got) && strstr(json_string_value(got), sub);
+  if (ok && sub) /* a string, or the JSON text of any other value */
+    ok = got && strstr(json_is_string(got) ? json_string_value(got) : g, sub);
   if (ok && in) {
     ok = 0;
     json_array_foreach((json_t *)in, i, v)
@@ -339,13 +339,59 @@ static int holds(const json_t *got, const json_t *e, char *msg, size_t len)
   return ok;
 }
 
+/* everyPod: ns/job: the expectation must hold at path of each of the
+ * job's pods holding resources now (and there must be one). */
+static json_t *every_pod(struct gq_sim *s, const json_t *e, const char *job)
+{
+  struct gq_sim_kind *k = kind_by_plural(s, "pods");
+  const char *path = json_string_value(json_object_get(e, "path"));
+  const char *slash = strchr(job, '/');
+  char ns[256], what[512], msg[512] = "no pods";
+  json_t *l, *p;
+  size_t i;
+  int ok = 1, n = 0;
+
+  snprintf(ns, sizeof(ns), "%.*s", slash ? (int)(slash - job) : 0, job);
+  snprintf(what, sizeof(what), "every pod of GpuJob %s %s", job,
+           path ? path : "");
+  l = k && slash ? gq_sim_list(k, ns) : json_array();
+  json_array_foreach(l, i, p) {
+    const json_t *meta = json_object_get(p, "metadata");
+    const char *j = json_string_value(json_object_get(
+        json_object_get(meta, "labels"), "gpuq.dev/job"));
+    const char *ph = json_string_value(
+        json_object_get(json_object_get(p, "status"), "phase"));
+
+    if (!j || strcmp(j, slash + 1) ||
+        (ph && (!strcmp(ph, "Succeeded") || !strcmp(ph, "Failed"))))
+      continue;
+    n++;
+    if (ok && !holds(path ? at_path(p, path) : p, e, msg, sizeof(msg))) {
+      ok = 0;
+      snprintf(what, sizeof(what), "every pod of GpuJob %s %s (%s)", job,
+               path ? path : "",
+               json_string_value(json_object_get(meta, "name")));
+    }
+  }
+  json_decref(l);
+  if (n && ok)
+    snprintf(msg, sizeof(msg), "%d pods, each as wanted", n);
+  return json_pack("{s:b, s:s, s:s}", "ok", n && ok, "what", what, "msg",
+                   msg);
+}
+
 /* Evaluates expectation e now into a new {ok, what, msg} object. */
 static json_t *evaluate(struct gq_sim *s, const json_t *e,
                         const json_t *report)
 {
+  const char *every = json_string_value(json_object_get(e, "everyPod"));
   char what[512], msg[512];
-  const json_t *got = subject(s, e, report, what, sizeof(what));
+  const json_t *got;
   int ok;
+
+  if (every)
+    return every_pod(s, e, every);
+  got = subject(s, e, report, what, sizeof(what));
 
   ok = holds(got, e, msg, sizeof(msg));
   return json_pack("{s:b, s:s, s:s}", "ok", ok, "what", what, "msg", msg);
@@ -385,6 +431,7 @@ int gq__scenario_check(struct gq_sim *s, struct gq_sim_replay *r,
     json_object_del(w, "report");
     json_object_del(w, "submission");
     json_object_del(w, "pods");
+    json_object_del(w, "everyPod");
     json_object_del(w, "object");
     json_object_del(w, "path");
     json_object_del(w, "at");
