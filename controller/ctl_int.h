@@ -214,6 +214,7 @@ struct ctl {
   unsigned ev_n, ev_inflight;
   int64_t pos_ms;            /* real ms of the last top-positions refresh */
   int leading, stopping, redis_ready, synced;
+  int backend_down_shown; /* queued jobs show QueueBackendUnavailable */
   int pass_scheduled;
   int64_t stop_ms;          /* real ms when the graceful stop began */
   int64_t last_arrival_ms;   /* last GpuJob arrival stamp (job_for) */
