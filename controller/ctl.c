@@ -104,6 +104,11 @@ static void mark(struct ctl *c, struct cjob *cj)
   ctl_schedule_pass(c);
 }
 
+void ctl_mark(struct ctl *c, struct cjob *cj)
+{
+  mark(c, cj);
+}
+
 static struct cjob *job_for(struct ctl *c, const json_t *obj)
 {
   const char *uid = ctl_meta_str(obj, "uid");

@@ -242,6 +242,8 @@ struct ctl {
 const char *ctl_meta_str(const json_t *o, const char *k);
 void ctl_schedule_pass(struct ctl *c);
 struct cjob *ctl_job(struct ctl *c, const char *uid);
+/* Puts cj (may be NULL: no-op) on the dirty list for the next pass. */
+void ctl_mark(struct ctl *c, struct cjob *cj);
 const struct gq_gpujob *ctl_job_spec(struct ctl *c, const struct cjob *cj);
 const json_t *ctl_job_json(struct ctl *c, const struct cjob *cj);
 const struct gq_teamquota *ctl_quota(struct ctl *c, const char *team);

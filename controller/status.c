@@ -396,16 +396,28 @@ void status_drop_events(struct ctl *c)
 
 /* ---- finalizer (metadata; a JSON patch guarded by a test op) ---------- */
 
+struct fin_ctx {
+  struct ctl *c;
+  char *uid;
+};
+
 static void fin_done(int rc, const struct gq_k8s_status *st, const json_t *obj,
                      void *arg)
 {
-  struct ctl *c = arg;
+  struct fin_ctx *x = arg;
+  struct ctl *c = x->c;
 
   (void)obj;
   ctl_write_end(c);
   if (rc != 0 && rc != GQ_ENOTFOUND && rc != GQ_ECONFLICT &&
       rc != GQ_EINVAL)
     ctl_api_error(c, "patch", "gpujob finalizers", rc, st);
+  /* a conflict changes nothing we would see: reconcile again now (a
+   * failed test op is followed by the watch event of the change) */
+  if (rc == GQ_ECONFLICT)
+    ctl_mark(c, ctl_job(c, x->uid));
+  free(x->uid);
+  free(x);
 }
 
 void status_finalizer(struct ctl *c, struct cjob *cj, const json_t *obj,
@@ -414,6 +426,7 @@ void status_finalizer(struct ctl *c, struct cjob *cj, const json_t *obj,
   const json_t *fin =
       json_object_get(json_object_get(obj, "metadata"), "finalizers");
   json_t *list = json_array(), *patch, *e;
+  struct fin_ctx *x;
   size_t i;
   int has = 0;
   char path[700];
@@ -441,9 +454,15 @@ void status_finalizer(struct ctl *c, struct cjob *cj, const json_t *obj,
     json_array_remove(patch, 0);
   snprintf(path, sizeof(path), "/apis/%s/%s/namespaces/%s/gpujobs/%s",
            GQ_GROUP, GQ_VERSION, cj->ns, cj->name);
+  x = gq_xcalloc(1, sizeof(*x));
+  x->c = c;
+  x->uid = gq_xstrdup(cj->uid);
   ctl_write_begin(c);
-  if (gq_kclient_patch(c->kc, path, "json", patch, fin_done, c) != 0)
+  if (gq_kclient_patch(c->kc, path, "json", patch, fin_done, x) != 0) {
     ctl_write_end(c);
+    free(x->uid);
+    free(x);
+  }
   json_decref(patch);
 }
 
