@@ -10,7 +10,7 @@
  *
  * Scenario keys read here (the sim ignores them):
  *   controller: true          run this scenario here
- *   timeScale: 50             virtual seconds per real second (default 50)
+ *   timeScale: 100            virtual seconds per real second (default 100)
  *   controllerArgs: [...]     extra gpuq-controller flags
  *   hooks: {NAME: COMMAND}    shell commands for 'run: NAME' events; they
  *                             run with $GQ_SCENARIO_DIR/env sourced:
@@ -51,7 +51,7 @@
 #include "tests/support/redis.h"
 
 #define SCENARIO_DIR "tests/scenarios"
-#define DEFAULT_SCALE 50
+#define DEFAULT_SCALE 100
 #define REAL_LIMIT_MS 120000 /* a scenario taking longer has failed */
 #define MAX_CTL_ARGS 16
 
