@@ -375,8 +375,12 @@ static int load_timeline(struct gq_sim *s, struct gq_sim_replay *r,
 
 static void on_hook_exit(uv_process_t *p, int64_t status, int sig)
 {
+  struct gq_sim_replay *r = R((struct gq_sim *)p->data);
+
   GQ_LOG(status || sig ? GQ_WARN : GQ_INFO, &lc,
          "hook exited with status %lld (signal %d)", (long long)status, sig);
+  if (r && (status || sig)) /* a hook may check something: it failed */
+    r->hook_failures++;
   uv_close((uv_handle_t *)p, (uv_close_cb)free);
 }
 
@@ -395,7 +399,10 @@ static void run_hook(struct gq_sim *s, const char *name)
       uv_process_options_t po = {.exit_cb = on_hook_exit, .file = args[0],
                                  .args = args};
       uv_process_t *p = gq_xcalloc(1, sizeof(*p));
-      int rc = uv_spawn(s->loop, p, &po);
+      int rc;
+
+      p->data = s;
+      rc = uv_spawn(s->loop, p, &po);
 
       GQ_LOG(GQ_INFO, &lc, "running hook '%s'", name);
       if (rc != 0) {
@@ -834,6 +841,9 @@ void gq__replay_finish(struct gq_sim *s, struct gq_sim_replay *r,
   rep = build_report(s, r,
                      (double)(gq_clock_mono_ms() - replay_start_real_ms) /
                          1000.0);
+  if (r->o.n_hooks)
+    json_object_set_new(rep, "hook_failures",
+                        json_integer((json_int_t)r->hook_failures));
   if (r->o.report && json_dump_file(rep, r->o.report, JSON_INDENT(1)) != 0)
     GQ_LOG(GQ_ERROR, &lc, "cannot write report '%s': %s", r->o.report,
            strerror(errno));

@@ -57,7 +57,8 @@ struct gq_sim_replay_opts {
  * one of a list), atLeast / atMost (numbers), exists (true / false) and
  * contains (a substring of a string, or of the JSON text of another
  * value). With at: SECONDS it is evaluated at
- * that virtual time, otherwise at the end. A GpuJob deleted by a scenario
+ * that virtual time, otherwise at the end. A hook that exits non-zero
+ * (or by a signal) fails the scenario too: hooks can check things. A GpuJob deleted by a scenario
  * hook has ended (its user deleted it). Two keys the sim ignores are read by
  * tests/integ/test_scenarios.c: controller: true (run it against the real
  * controller) and hooks: {NAME: shell command} (see docs/scenarios.md).

@@ -33,6 +33,7 @@ struct gq_sim_replay {
   json_t *found;    /* the value a computed subject (submission, pods) had */
   json_t *rejected; /* TeamQuota name -> the API server's create error */
   json_t *timed;    /* per expectation: null, or {ok, what, msg} at its 'at' */
+  int64_t hook_failures; /* hooks that exited non-zero or by a signal */
   int held; /* --hold: loaded, waiting for POST /sim/v1/start */
 };
 

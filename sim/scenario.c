@@ -449,8 +449,13 @@ int gq__scenario_check(struct gq_sim *s, struct gq_sim_replay *r,
     json_decref(res);
     failed += !ok;
   }
+  if (r->hook_failures) { /* a hook is also a check */
+    printf("FAIL %lld scenario hook(s) exited non-zero (see the sim log)\n",
+           (long long)r->hook_failures);
+    failed++;
+  }
   printf("%s: %d of %zu expectations failed\n", failed ? "FAILED" : "PASSED",
-         failed, json_array_size(exp));
+         failed, json_array_size(exp) + (r->hook_failures ? 1 : 0));
   fflush(stdout);
   return failed;
 }

@@ -57,8 +57,10 @@ static void test_failing_scenario(void **state)
   char *out;
 
   (void)state;
-  assert_int_equal(run("tests/scenarios/sim-selftest-fail.yaml", NULL, &out),
+  assert_int_equal(run("tests/scenarios/sim-selftest-fail.yaml", "bad=exit 3",
+                       &out),
                    1);
+  assert_non_null(strstr(out, "FAIL 1 scenario hook(s) exited non-zero"));
   assert_non_null(strstr(out, "FAIL GpuJob team-b/never status.phase: want "
                               "{\"equals\":\"Succeeded\"}, got nothing"));
   assert_non_null(strstr(out, "FAIL at t=100s: not reached"));
