@@ -110,6 +110,11 @@ static void mark(struct ctl *c, struct cjob *cj)
   ctl_schedule_pass(c);
 }
 
+void ctl_mark(struct ctl *c, struct cjob *cj)
+{
+  mark(c, cj);
+}
+
 static struct cjob *job_for(struct ctl *c, const json_t *obj)
 {
   const char *uid = ctl_meta_str(obj, "uid");
@@ -457,6 +462,34 @@ static void synced(void *arg)
 
 /* ---- Redis ------------------------------------------------------------- */
 
+#define BACKEND_DOWN "QueueBackendUnavailable"
+
+/* While Redis is down nothing is admitted (an admission is one atomic
+ * script there); queued jobs say so instead of a stale reason, and get
+ * their ordinary reason back once it is up (the next pass refines the
+ * heads'). Running jobs are left alone (docs/scenarios.md, BC-27). */
+static void queued_backend_state(struct ctl *c)
+{
+  struct cjob *cj, *tmp;
+
+  if (c->redis_ready && !c->backend_down_shown)
+    return; /* the usual case: nothing to do */
+  c->backend_down_shown = !c->redis_ready;
+  HASH_ITER(hh, c->jobs, cj, tmp) {
+    int down = !strcmp(cj->reason, BACKEND_DOWN);
+
+    if (cj->phase != GQ_PHASE_QUEUED || !cj->t || down == !c->redis_ready)
+      continue;
+    if (c->redis_ready)
+      status_set(cj, "Queued", "waiting in team '%s''s queue", cj->team);
+    else
+      status_set(cj, BACKEND_DOWN, "the queue backend (Redis) is "
+                 "unavailable: admission is paused until it is back; "
+                 "running jobs are not affected");
+    status_flush(c, cj);
+  }
+}
+
 static void redis_state(struct gq_rq *r, int ready, const char *why,
                         void *arg)
 {
@@ -668,6 +701,7 @@ static void run_pass(uv_timer_t *tm)
     c->tick_due = 0;
     jobs_tick(c, gq_clock_now_ms(), &next);
   }
+  queued_backend_state(c);
   if (c->redis_ready && cohorts_ready(c))
     admit_pass(c);
   status_quotas(c);

@@ -229,6 +229,7 @@ struct ctl {
   unsigned ev_n, ev_inflight;
   int64_t pos_ms;            /* real ms of the last top-positions refresh */
   int leading, stopping, redis_ready, synced;
+  int backend_down_shown; /* queued jobs show QueueBackendUnavailable */
   int pass_scheduled;
   int64_t stop_ms;          /* real ms when the graceful stop began */
   int64_t last_arrival_ms;   /* last GpuJob arrival stamp (job_for) */
@@ -276,6 +277,8 @@ struct cjob *ctl_job_new(struct ctl *c, const char *uid, const char *ns,
  * change), or NULL when it is gone: ctl_job_obj() also returns an invalid
  * one (j->invalid set), ctl_job_spec() only a valid one. */
 const struct gq_gpujob *ctl_job_obj(struct ctl *c, const struct cjob *cj);
+/* Puts cj (may be NULL: no-op) on the dirty list for the next pass. */
+void ctl_mark(struct ctl *c, struct cjob *cj);
 const struct gq_gpujob *ctl_job_spec(struct ctl *c, const struct cjob *cj);
 /* Returns a copy of s that lives as long as c (equal strings share one). */
 const char *ctl_intern(struct ctl *c, const char *s);

@@ -1016,6 +1016,8 @@ void jobs_reconcile(struct ctl *c, struct cjob *cj)
     return;
   }
   if (cj->state == CJ_ACTIVE || cj->state == CJ_TEARDOWN) {
+    if (cj->state == CJ_ACTIVE) /* its add at admission may have failed */
+      status_finalizer(c, cj, obj, 1);
     reconcile_active(c, cj, j);
     status_flush(c, cj);
     return;

@@ -525,16 +525,28 @@ void status_drop_events(struct ctl *c)
 
 /* ---- finalizer (metadata; a JSON patch guarded by a test op) ---------- */
 
+struct fin_ctx {
+  struct ctl *c;
+  char *uid;
+};
+
 static void fin_done(int rc, const struct gq_k8s_status *st, const json_t *obj,
                      void *arg)
 {
-  struct ctl *c = arg;
+  struct fin_ctx *x = arg;
+  struct ctl *c = x->c;
 
   (void)obj;
   ctl_write_end(c);
   if (rc != 0 && rc != GQ_ENOTFOUND && rc != GQ_ECONFLICT &&
       rc != GQ_EINVAL)
     ctl_api_error(c, "patch", "gpujob finalizers", rc, st);
+  /* a conflict changes nothing we would see: reconcile again now (a
+   * failed test op is followed by the watch event of the change) */
+  if (rc == GQ_ECONFLICT)
+    ctl_mark(c, ctl_job(c, x->uid));
+  free(x->uid);
+  free(x);
 }
 
 void status_finalizer(struct ctl *c, struct cjob *cj,
@@ -542,6 +554,7 @@ void status_finalizer(struct ctl *c, struct cjob *cj,
 {
   json_t *fin = j->finalizers ? json_array() : NULL, *list = json_array(),
          *patch;
+  struct fin_ctx *x;
   int has = 0;
   char path[700];
 
@@ -570,10 +583,16 @@ void status_finalizer(struct ctl *c, struct cjob *cj,
     json_array_remove(patch, 0);
   snprintf(path, sizeof(path), "/apis/%s/%s/namespaces/%s/gpujobs/%s",
            GQ_GROUP, GQ_VERSION, cj->ns, cj->name);
+  x = gq_xcalloc(1, sizeof(*x));
+  x->c = c;
+  x->uid = gq_xstrdup(cj->uid);
   ctl_write_begin(c);
   if (gq_kclient_patch_how(c->kc, path, "json", patch, CTL_WORK, fin_done,
-                           c) != 0)
+                           x) != 0) {
     ctl_write_end(c);
+    free(x->uid);
+    free(x);
+  }
   json_decref(patch);
   json_decref(fin);
 }

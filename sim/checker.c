@@ -3,7 +3,8 @@
  *   INV-1 no gpuq pod is bound to a node where the GPUs requested by the
  *         pods holding resources there then exceed its allocatable;
  *   INV-2 no new admission takes a team beyond nominal + borrowing limit;
- *   INV-4 no GpuJob vanishes before it ends (in a replay);
+ *   INV-4 no GpuJob vanishes before it ends (in a trace replay; in a
+ *         scenario a deleted job was deleted by its user, and has ended);
  *   INV-5 never two generations (attempts) of one job's pods at once.
  * INV-3 (every admission released exactly once) is checked at the end of
  * a replay: each team's usage must be back to 0. */

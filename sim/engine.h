@@ -45,7 +45,8 @@ enum gq_tev_type {
   GQ_TEV_TIMELINE,   /* a scripted node event */
   GQ_TEV_SAMPLE,     /* replay: time-series sample */
   GQ_TEV_RESTORE,    /* end of a timed node event (device plugin back) */
-  GQ_TEV_DEADLINE    /* a scenario's timeout */
+  GQ_TEV_DEADLINE,   /* a scenario's timeout */
+  GQ_TEV_EXPECT      /* a scenario's expectation with 'at' */
 };
 
 struct gq_tev {

@@ -6,7 +6,8 @@
  *            [--cluster FILE] [--trace FILE [--quotas FILE]
  *             [--checkpoint GRACE,INTERVAL,WRITE|none] [--report PATH]
  *             [--series DIR]]
- *            [--events FILE] [--scenario FILE [--hook NAME=COMMAND]...]
+ *            [--events FILE] [--scenario FILE [--hold]
+ *             [--hook NAME=COMMAND]...]
  *            [--time-scale S --time-epoch E]
  *            [--log-level L]
  *
@@ -55,7 +56,7 @@ static void usage(FILE *f)
           "                [--cluster FILE] [--trace FILE [--quotas FILE]\n"
           "                 [--checkpoint GRACE,INTERVAL,WRITE|none]\n"
           "                 [--report PATH] [--series DIR]] [--events FILE]\n"
-          "                [--scenario FILE [--hook NAME=COMMAND]...]\n"
+          "                [--scenario FILE [--hold] [--hook NAME=COMMAND]...]\n"
           "                [--time-scale S --time-epoch E] [--log-level L]\n");
 }
 
@@ -93,6 +94,10 @@ static int parse_args(int argc, char **argv, struct args *a)
       fprintf(stderr, "gpuq-sim: unexpected argument '%s'\n", f);
       usage(stderr);
       return -1;
+    }
+    if (!strcmp(f, "--hold")) { /* the one flag without a value */
+      a->replay.hold = 1;
+      continue;
     }
     if (!v) {
       fprintf(stderr, "gpuq-sim: %s needs a value (or is unknown)\n", f);

@@ -310,6 +310,8 @@ void gq__replay_submit_due(struct gq_sim *s, struct gq_sim_replay *r)
                j->obj ? json_deep_copy(j->obj) : job_object(r, j), err,
                sizeof(err)) != 0) {
       GQ_LOG(GQ_ERROR, &lc, "cannot submit job '%s': %s", key, err);
+      free(j->rejected);
+      j->rejected = gq_xstrdup(err);
       j->ended = j->failed = 1;
       r->ended++;
     }
@@ -325,8 +327,8 @@ void gq__replay_submit_due(struct gq_sim *s, struct gq_sim_replay *r)
 
 /* Schedules a list of timeline events (path names them in messages). */
 int gq__replay_schedule_events(struct gq_sim *s, struct gq_sim_replay *r,
-                           const json_t *events, const char *path, char *err,
-                           size_t errlen)
+                           const json_t *events, const char *path,
+                           int check_only, char *err, size_t errlen)
 {
   const json_t *ev;
   size_t i;
@@ -347,10 +349,11 @@ int gq__replay_schedule_events(struct gq_sim *s, struct gq_sim_replay *r,
                "and node and action, or run", path, i);
       return GQ_EINVAL;
     }
-    gq_sim_tev_add(s->engine,
-                   r->t0_vms + json_integer_value(json_object_get(ev, "at")) *
-                                   1000,
-                   GQ_TEV_TIMELINE, NULL, NULL, (int64_t)i);
+    if (!check_only)
+      gq_sim_tev_add(s->engine,
+                     r->t0_vms +
+                         json_integer_value(json_object_get(ev, "at")) * 1000,
+                     GQ_TEV_TIMELINE, NULL, NULL, (int64_t)i);
   }
   return 0;
 }
@@ -365,15 +368,19 @@ static int load_timeline(struct gq_sim *s, struct gq_sim_replay *r,
     return rc;
   rc = gq__replay_schedule_events(s, r, json_object_get(json_array_get(docs, 0),
                                              "events"),
-                       path, err, errlen);
+                       path, 0, err, errlen);
   json_decref(docs);
   return rc;
 }
 
 static void on_hook_exit(uv_process_t *p, int64_t status, int sig)
 {
+  struct gq_sim_replay *r = R((struct gq_sim *)p->data);
+
   GQ_LOG(status || sig ? GQ_WARN : GQ_INFO, &lc,
          "hook exited with status %lld (signal %d)", (long long)status, sig);
+  if (r && (status || sig)) /* a hook may check something: it failed */
+    r->hook_failures++;
   uv_close((uv_handle_t *)p, (uv_close_cb)free);
 }
 
@@ -392,7 +399,10 @@ static void run_hook(struct gq_sim *s, const char *name)
       uv_process_options_t po = {.exit_cb = on_hook_exit, .file = args[0],
                                  .args = args};
       uv_process_t *p = gq_xcalloc(1, sizeof(*p));
-      int rc = uv_spawn(s->loop, p, &po);
+      int rc;
+
+      p->data = s;
+      rc = uv_spawn(s->loop, p, &po);
 
       GQ_LOG(GQ_INFO, &lc, "running hook '%s'", name);
       if (rc != 0) {
@@ -831,6 +841,9 @@ void gq__replay_finish(struct gq_sim *s, struct gq_sim_replay *r,
   rep = build_report(s, r,
                      (double)(gq_clock_mono_ms() - replay_start_real_ms) /
                          1000.0);
+  if (r->o.n_hooks)
+    json_object_set_new(rep, "hook_failures",
+                        json_integer((json_int_t)r->hook_failures));
   if (r->o.report && json_dump_file(rep, r->o.report, JSON_INDENT(1)) != 0)
     GQ_LOG(GQ_ERROR, &lc, "cannot write report '%s': %s", r->o.report,
            strerror(errno));
@@ -887,7 +900,7 @@ void gq_sim_replay_job_phase(struct gq_sim *s, const json_t *job, int deleted)
              json_string_value(json_object_get(meta, "name")));
   if (!j || j->ended)
     return;
-  if (deleted) {
+  if (deleted && !r->scenario) { /* a scenario's deletes are its users' */
     snprintf(msg, sizeof(msg), "GpuJob %s/%s vanished before it ended",
              j->team, j->name);
     gq_sim_report_violation(s, "INV-4", msg);
@@ -914,6 +927,8 @@ void gq_sim_replay_tev(struct gq_sim *s, const struct gq_tev *t)
     gq__replay_submit_due(s, r);
   else if (r && t->type == GQ_TEV_SAMPLE && !r->finished)
     sample(s, r);
+  else if (r && t->type == GQ_TEV_EXPECT && !r->finished)
+    gq__scenario_expect_tev(s, r, t->arg);
   else if (r && t->type == GQ_TEV_DEADLINE)
     gq__replay_finish(s, r, "the scenario's timeout");
 }
@@ -927,6 +942,7 @@ int gq_sim_replay_start(struct gq_sim *s, const struct gq_sim_replay_opts *o,
   r->o = *o;
   r->index = json_object();
   r->teams = json_object();
+  r->rejected = json_object();
   r->series = json_pack("{s:[], s:[], s:[], s:{}}", "t", "busy_gpus",
                         "running", "queued");
   r->t0_vms = gq_clock_now_ms();
@@ -959,6 +975,17 @@ int gq_sim_replay_start(struct gq_sim *s, const struct gq_sim_replay_opts *o,
   return 0;
 }
 
+int gq_sim_replay_begin(struct gq_sim *s)
+{
+  struct gq_sim_replay *r = R(s);
+
+  if (!r || !r->held)
+    return -1;
+  GQ_LOG(GQ_INFO, &lc, "scenario started");
+  gq__scenario_begin(s, r);
+  return 0;
+}
+
 void gq_sim_replay_release(struct gq_sim *s)
 {
   struct gq_sim_replay *r = R(s);
@@ -967,8 +994,13 @@ void gq_sim_replay_release(struct gq_sim *s)
     return;
   json_decref(r->timeline);
   json_decref(r->scenario);
-  for (size_t i = 0; i < r->n_jobs; i++)
+  json_decref(r->found);
+  json_decref(r->timed);
+  json_decref(r->rejected);
+  for (size_t i = 0; i < r->n_jobs; i++) {
     json_decref(r->jobs[i].obj);
+    free(r->jobs[i].rejected);
+  }
   free(r->jobs);
   json_decref(r->index);
   json_decref(r->teams);

@@ -23,6 +23,8 @@ struct gq_sim_replay_opts {
   const char *scenario;   /* scenario YAML (tests/scenarios), or NULL */
   const char *const *hooks; /* "NAME=COMMAND" for scenario 'run' events */
   size_t n_hooks;
+  int hold; /* --hold: the scenario's time 0 is POST /sim/v1/start, not the
+               sim's start (its cluster and quotas exist from the start) */
 };
 
 /* A scenario (--scenario FILE) is a small replay written out in full:
@@ -42,6 +44,24 @@ struct gq_sim_replay_opts {
  *   - {report: invariant_violations, equals: 0}
  *   - {object: {resource: teamquotas, name: team-a},
  *      path: status.usedGPUs, equals: 0}
+ *   - {job: team-a/j2, path: status.message, contains: "quota 8"}
+ *   - {submission: team-a/bad, contains: "spec.gpusPerReplica"}
+ *
+ * An expectation names its subject (job, object, report, pods: the number
+ * of the job's pods holding resources, everyPod: each of those pods (the
+ * test must hold at path of every one, and there must be one), or
+ * submission: the API server's
+ * answer to the sim's create of that job, or of "teamquotas/NAME", its
+ * error message or "accepted"; a rejected TeamQuota does not stop the
+ * scenario) and tests it with any of equals (JSON equality), in (equal to
+ * one of a list), atLeast / atMost (numbers), exists (true / false) and
+ * contains (a substring of a string, or of the JSON text of another
+ * value). With at: SECONDS it is evaluated at
+ * that virtual time, otherwise at the end. A hook that exits non-zero
+ * (or by a signal) fails the scenario too: hooks can check things. A GpuJob deleted by a scenario
+ * hook has ended (its user deleted it). Two keys the sim ignores are read by
+ * tests/integ/test_scenarios.c: controller: true (run it against the real
+ * controller) and hooks: {NAME: shell command} (see docs/scenarios.md).
  *
  * At the end every expectation is checked and printed; the sim exits 0 if
  * all hold and no invariant was violated, 1 otherwise, with one line per
@@ -53,6 +73,10 @@ struct gq_sim_replay_opts {
 int gq_sim_replay_start(struct gq_sim *s, const struct gq_sim_replay_opts *o,
                         char *err, size_t errlen);
 void gq_sim_replay_release(struct gq_sim *s);
+
+/* Starts a scenario loaded with hold set: its time 0 is now (POST
+ * /sim/v1/start). Returns 0, or -1 when no scenario is waiting. */
+int gq_sim_replay_begin(struct gq_sim *s);
 
 /* The replay's progress now, for GET /sim/v1/report while it runs: a new
  * object {virtual_s (seconds since the trace's time 0), jobs (in the

@@ -22,6 +22,8 @@ struct gq_sim_report {
   json_t *preempted;     /* set of "job-uid/attempt" preempted */
   json_t *max_progress;  /* job uid -> most work any attempt reached (s) */
   json_t *team_gpu_s;    /* team -> GPU-seconds its pods ran */
+  json_t *job_pods;      /* "ns/job" -> gpuq pods of the job started */
+  json_t *job_preempt;   /* "ns/job" -> attempts stopped by a disruption */
   double lost_gpu_s;     /* work redone after preemptions, GPU-seconds */
   int64_t busy_gpus;     /* GPUs held by running pods now */
   int64_t busy_since_vms;
@@ -37,6 +39,8 @@ void gq_sim_report_init(struct gq_sim *s)
   r->by_reason = json_object();
   r->resumed = json_object();
   r->preempted = json_object();
+  r->job_pods = json_object();
+  r->job_preempt = json_object();
   r->max_progress = json_object();
   r->team_gpu_s = json_object();
   r->busy_since_vms = gq_clock_now_ms();
@@ -52,6 +56,8 @@ void gq_sim_report_release(struct gq_sim *s)
   json_decref(r->violation_list);
   json_decref(r->miss_list);
   json_decref(r->by_reason);
+  json_decref(r->job_pods);
+  json_decref(r->job_preempt);
   json_decref(r->resumed);
   json_decref(r->preempted);
   json_decref(r->max_progress);
@@ -106,6 +112,19 @@ static void attempt_key(const struct gq_sim_pod *p, char *buf, size_t len)
   snprintf(buf, len, "%s/%lld", p->job_uid, (long long)p->attempt);
 }
 
+/* Adds one to obj's counter for the pod's job ("ns/job"). */
+static void count_job(json_t *obj, const struct gq_sim_pod *p)
+{
+  char key[300];
+
+  snprintf(key, sizeof(key), "%s/%s", p->ns ? p->ns : "",
+           p->job ? p->job : "");
+  json_object_set_new(obj, key,
+                      json_integer(json_integer_value(json_object_get(obj,
+                                                                      key)) +
+                                   1));
+}
+
 void gq_sim_report_pod_started(struct gq_sim *s, const struct gq_sim_pod *p)
 {
   struct gq_sim_report *r = s->engine->report;
@@ -115,6 +134,7 @@ void gq_sim_report_pod_started(struct gq_sim *s, const struct gq_sim_pod *p)
   busy(r, p->gpus);
   if (!p->job_uid)
     return;
+  count_job(r->job_pods, p);
   best = json_real_value(json_object_get(r->max_progress, p->job_uid));
   if (best > p->base_s) /* work since the checkpoint is done again */
     r->lost_gpu_s += (best - p->base_s) * (double)p->gpus;
@@ -163,6 +183,7 @@ void gq_sim_report_pod_stopped(struct gq_sim *s, const struct gq_sim_pod *p,
     return; /* one preemption per job attempt, however many replicas */
   json_object_set_new(r->preempted, key, json_true());
   r->preemptions++;
+  count_job(r->job_preempt, p);
   json_object_set_new(r->by_reason, why,
                       json_integer(json_integer_value(json_object_get(
                                        r->by_reason, why)) + 1));
@@ -189,7 +210,8 @@ json_t *gq_sim_report_json(struct gq_sim *s)
   struct gq_sim_report *r = s->engine->report;
 
   busy(r, 0);
-  return json_pack("{s:I, s:I, s:I, s:I, s:O, s:O, s:O, s:f, s:f, s:I, s:O}",
+  return json_pack("{s:I, s:I, s:I, s:I, s:O, s:O, s:O, s:f, s:f, s:I, s:O, "
+                   "s:O, s:O}",
                    "invariant_violations", (json_int_t)r->violations,
                    "placement_misses", (json_int_t)r->misses, "preemptions",
                    (json_int_t)r->preemptions, "checkpoint_resumes",
@@ -198,5 +220,6 @@ json_t *gq_sim_report_json(struct gq_sim *s)
                    r->by_reason, "gpu_seconds_lost", r->lost_gpu_s,
                    "busy_gpu_seconds", r->busy_gpu_s, "busy_gpus",
                    (json_int_t)r->busy_gpus, "team_gpu_seconds",
-                   r->team_gpu_s);
+                   r->team_gpu_s, "pods_started_by_job", r->job_pods,
+                   "preemptions_by_job", r->job_preempt);
 }

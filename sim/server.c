@@ -328,6 +328,13 @@ static void admin(struct gq_sim *s, struct gq_http_req *req, const char *path)
     if (live)
       json_object_set_new(rep, "replay", live);
     gq_sim_reply(req, 200, rep);
+  } else if (!strcmp(path, "/sim/v1/start") && !strcmp(method, "POST")) {
+    if (gq_sim_replay_begin(s) != 0)
+      gq_sim_status(req, 409, "Conflict",
+                    "no scenario waits for a start (run with --scenario FILE "
+                    "--hold)", NULL);
+    else
+      gq_sim_reply(req, 200, json_pack("{s:s}", "status", "Success"));
   } else if (!strncmp(path, "/sim/v1/nodes/", 14) && !strcmp(method, "POST")) {
     node_action(s, req, path + 14);
   } else {
