@@ -956,6 +956,8 @@ struct gq_ctl *gq_ctl_new(uv_loop_t *loop, struct gq_kclient *kc,
     c->o.audit_s = 60;
   if (c->o.sweep_ms <= 0)
     c->o.sweep_ms = 100;
+  if (c->o.quota_status_ms <= 0)
+    c->o.quota_status_ms = 1000;
   if (c->o.drain_wait_s <= 0)
     c->o.drain_wait_s = 3600;
   if (c->o.notready_timeout_s <= 0)

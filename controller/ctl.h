@@ -56,6 +56,8 @@ struct gq_ctl_opts {
                                   (admit.c; for comparisons, bench/replay) */
   const char *lease_ns, *lease_name, *identity;
   int64_t audit_s;             /* ledger audit period (real s); 0 = 60 */
+  int64_t quota_status_ms;     /* least time between two status writes of
+                                  one TeamQuota (real ms); 0 = 1000 */
   int64_t sweep_ms;            /* background position sweep period; 0 = 100 */
   struct gq_metrics *metrics;  /* borrowed; metrics are registered on it */
 };

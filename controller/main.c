@@ -9,7 +9,7 @@
  *                   [--drain-taints KEY,...] [--drain-wait SECONDS]
  *                   [--notready-timeout SECONDS]
  *                   [--kube-qps Q] [--kube-burst B]
- *                   [--ledger-audit-seconds N]
+ *                   [--ledger-audit-seconds N] [--quota-status-interval-ms MS]
  *                   [--time-scale S --time-epoch E] [--log-level L]
  *   gpuq-controller [--kubeconfig PATH] [--context C] --check-connection
  *
@@ -51,6 +51,7 @@ static void usage(FILE *f)
       "         [--drain-taints KEY,...] [--drain-wait SECONDS]\n"
       "         [--notready-timeout SECONDS]\n"
       "         [--kube-qps Q] [--kube-burst B] [--ledger-audit-seconds N]\n"
+      "         [--quota-status-interval-ms MS]\n"
       "         [--time-scale S --time-epoch E] [--log-level L]\n"
       "       gpuq-controller [--kubeconfig PATH] [--context NAME] --check-connection\n");
 }
@@ -290,6 +291,10 @@ int main(int argc, char **argv)
       if (parse_num(f, v, 1, 1000000, &n) != 0)
         return 2;
       ko.burst = (int)n;
+    } else if (v && !strcmp(f, "--quota-status-interval-ms") && ++i) {
+      if (parse_num(f, v, 1, 3600000, &n) != 0)
+        return 2;
+      co.quota_status_ms = n;
     } else if (v && !strcmp(f, "--ledger-audit-seconds") && ++i) {
       if (parse_num(f, v, 1, 86400, &n) != 0)
         return 2;

@@ -750,7 +750,8 @@ static void quota_status(const json_t *obj, void *typed, void *arg)
   struct quota_ctx *x;
   struct cteam *team = name ? ctl_team(c, name) : NULL;
 
-  if (!team || team->qs_inflight || gq_clock_mono_ms() - team->qs_ms < 1000) {
+  if (!team || team->qs_inflight ||
+      gq_clock_mono_ms() - team->qs_ms < c->o.quota_status_ms) {
     json_decref(want);
     json_decref(conds);
     return;
