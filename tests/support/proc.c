@@ -392,6 +392,18 @@ json_t *gq_test_sim_call(const struct gq_test_sim *s, const char *method,
   return j;
 }
 
+void gq_test_sim_expect_clean(const struct gq_test_sim *s, long misses)
+{
+  json_t *r = gq_test_sim_call(s, "GET", "/sim/v1/report", NULL, 200);
+  long long v = json_integer_value(json_object_get(r, "invariant_violations"));
+  long long m = json_integer_value(json_object_get(r, "placement_misses"));
+
+  json_decref(r);
+  if (v != 0 || m != misses)
+    fail_msg("sim report: %lld invariant violations, %lld placement misses "
+             "(want 0 and %ld)", v, m, misses);
+}
+
 int gq_test_ctl_start(struct gq_test_ctl *c, const struct gq_test_sim *s,
                       const char *redis_url, int metrics,
                       const char *const *extra)

@@ -82,6 +82,10 @@ int gq_test_http(const char *method, const char *url, const char *body,
 /* Calls the sim: method on s->url + path with a JSON body (may be NULL),
  * and fails the running cmocka test unless the status is 'want'. Returns
  * the decoded response (new reference; NULL if it is not JSON). */
+/* Fails the running cmocka test unless the sim's invariant checker reports
+ * 0 violations and exactly 'misses' placement misses (GET /sim/v1/report). */
+void gq_test_sim_expect_clean(const struct gq_test_sim *s, long misses);
+
 json_t *gq_test_sim_call(const struct gq_test_sim *s, const char *method,
                          const char *path, const char *body, int want);
 
