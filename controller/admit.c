@@ -546,7 +546,7 @@ static int try_preempt(struct pass *p, struct cohort_pass *cp, size_t ti,
   struct ctl *c = p->c;
   struct pcand *byuid = NULL, *pc, *pt, **list = NULL;
   struct gq_preempt_cand *cand;
-  struct cjob *x, *xt;
+  struct cjob *x;
   struct cpod *r, *rt;
   size_t n = 0, *victims, *out;
   struct gq_assignment a;
@@ -560,28 +560,31 @@ static int try_preempt(struct pass *p, struct cohort_pass *cp, size_t ti,
     return 0;
   p->preempts++;
   cj->preempt_ms = gq_clock_mono_ms();
-  HASH_ITER(hh, c->jobs, x, xt) {
-    size_t k;
-
-    if (x == cj || x->state != CJ_ACTIVE || !x->has_adm || x->creates_left)
-      continue;
-    for (k = 0; k < cp->n && strcmp(cp->teams[k]->name, x->team); k++)
-      ;
-    if (k == cp->n)
-      continue;
-    pc = gq_xcalloc(1, sizeof(*pc));
-    pc->cj = x;
-    pc->team = k;
-    HASH_ADD_KEYPTR(hh, byuid, x->uid, strlen(x->uid), pc);
-    list = gq_xrealloc(list, (n + 1) * sizeof(*list));
-    list[n++] = pc;
-  }
+  /* the candidates are the admitted jobs that hold pods: found from the
+   * held pods (hundreds), not by walking every job the controller knows
+   * (tens of thousands, most of them done) */
   HASH_ITER(hh, c->held, r, rt) {
     if (!r->committed || !r->job_uid)
       continue;
     HASH_FIND_STR(byuid, r->job_uid, pc);
-    if (!pc)
-      continue;
+    if (!pc) {
+      size_t k;
+
+      x = ctl_job(c, r->job_uid);
+      if (!x || x == cj || x->state != CJ_ACTIVE || !x->has_adm ||
+          x->creates_left)
+        continue;
+      for (k = 0; k < cp->n && strcmp(cp->teams[k]->name, x->team); k++)
+        ;
+      if (k == cp->n)
+        continue;
+      pc = gq_xcalloc(1, sizeof(*pc));
+      pc->cj = x;
+      pc->team = k;
+      HASH_ADD_KEYPTR(hh, byuid, x->uid, strlen(x->uid), pc);
+      list = gq_xrealloc(list, (n + 1) * sizeof(*list));
+      list[n++] = pc;
+    }
     if (pc->n == pc->cap) {
       pc->cap = pc->cap ? 2 * pc->cap : 4;
       pc->nodes = gq_xrealloc(pc->nodes, pc->cap * sizeof(*pc->nodes));

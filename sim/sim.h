@@ -49,6 +49,15 @@ struct gq_sim_obj {
   UT_hash_handle hh;
 };
 
+/* How many stored objects name a uid among their ownerReferences (the
+ * garbage collector's dependents index: a removal cascades only when
+ * something depends on the removed object). */
+struct gq_sim_owner {
+  char *uid;
+  size_t dependents;
+  UT_hash_handle hh;
+};
+
 struct gq_sim_kind {
   char *group;        /* "" for core */
   char *version;
@@ -132,6 +141,7 @@ struct gq_sim {
   struct gq_httpd *httpd;
   struct gq_sim_opts opts;
   struct gq_sim_kind *kinds;
+  struct gq_sim_owner *owners; /* uthash by uid (store.c) */
   uint64_t rv;              /* last resourceVersion handed out */
   uint64_t compacted_rv;    /* events <= this are gone from the window */
   uint64_t kinds_gen;       /* bumps when the registry changes */

@@ -116,6 +116,50 @@ static void set_rv(json_t *obj, uint64_t rv)
                       json_string(buf));
 }
 
+/* Adds sign (+1 or -1) to the dependents count of every uid obj names in
+ * its ownerReferences. A count that reaches 0 is dropped. */
+static void owners_count(struct gq_sim *s, const json_t *obj, int sign)
+{
+  const json_t *refs =
+      json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
+  const json_t *r;
+  size_t i;
+
+  json_array_foreach((json_t *)refs, i, r) {
+    const char *u = json_string_value(json_object_get(r, "uid"));
+    struct gq_sim_owner *w;
+
+    if (!u || !*u)
+      continue;
+    HASH_FIND_STR(s->owners, u, w);
+    if (!w && sign > 0) {
+      w = gq_xcalloc(1, sizeof(*w));
+      w->uid = gq_xstrdup(u);
+      HASH_ADD_KEYPTR(hh, s->owners, w->uid, strlen(w->uid), w);
+    }
+    if (!w)
+      continue;
+    if (sign > 0) {
+      w->dependents++;
+    } else if (--w->dependents == 0) {
+      HASH_DEL(s->owners, w);
+      free(w->uid);
+      free(w);
+    }
+  }
+}
+
+static void owners_release(struct gq_sim *s)
+{
+  struct gq_sim_owner *w, *tmp;
+
+  HASH_ITER(hh, s->owners, w, tmp) {
+    HASH_DEL(s->owners, w);
+    free(w->uid);
+    free(w);
+  }
+}
+
 const json_t *gq_sim_put(struct gq_sim *s, struct gq_sim_kind *k, json_t *obj)
 {
   struct gq_sim_obj *o;
@@ -132,11 +176,14 @@ const json_t *gq_sim_put(struct gq_sim *s, struct gq_sim_kind *k, json_t *obj)
     o->obj = obj;
     HASH_ADD_KEYPTR(hh, k->objs, o->key, strlen(o->key), o);
     k->unsorted = 1;
+    owners_count(s, obj, 1);
     emit(s, k, GQ_EV_ADDED, json_incref(obj), NULL);
     return obj;
   }
   old = o->obj;
   o->obj = obj;
+  owners_count(s, obj, 1);
+  owners_count(s, old, -1);
   emit(s, k, GQ_EV_MODIFIED, json_incref(obj), old);
   return obj;
 }
@@ -159,9 +206,16 @@ static int owned_by(const json_t *obj, const char *uid)
 }
 
 /* Background cascading deletion (garbage collector semantics): every
- * object owned by uid in namespace ns (or cluster-scoped) is deleted. */
+ * object owned by uid in namespace ns (or cluster-scoped) is deleted.
+ * Nothing to scan when no object names uid as its owner (a pod's removal:
+ * without this check every removal walked every kind, O(objects)). */
 static void cascade(struct gq_sim *s, const char *ns, const char *uid)
 {
+  struct gq_sim_owner *w;
+
+  HASH_FIND_STR(s->owners, uid, w);
+  if (!w)
+    return;
   for (struct gq_sim_kind *k = s->kinds; k; k = k->next) {
     json_t *items;
     const json_t *it;
@@ -191,6 +245,7 @@ void gq_sim_remove(struct gq_sim *s, struct gq_sim_kind *k, const char *ns,
   if (!o)
     return;
   HASH_DEL(k->objs, o);
+  owners_count(s, o->obj, -1);
   last = json_deep_copy(o->obj);
   set_rv(last, ++s->rv);
   uid = gq_xstrdup(meta_str(last, "uid") ? meta_str(last, "uid") : "");
@@ -439,6 +494,7 @@ void gq_sim_store_init(struct gq_sim *s)
 
 void gq_sim_store_release(struct gq_sim *s)
 {
+  owners_release(s);
   for (size_t i = 0; i < s->ev_count; i++) {
     struct gq_sim_event *ev =
         &s->events[(s->ev_head + i) % s->opts.watch_window];

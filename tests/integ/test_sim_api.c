@@ -246,6 +246,42 @@ static void test_finalizers_and_cascade(void **state)
                    "{\"propagationPolicy\":\"Background\"}", NULL, 200, NULL));
   json_decref(call("GET", "/api/v1/namespaces/default/pods/owned-0", NULL,
                    NULL, 404, NULL));
+
+  /* The dependents index follows updates: a reference added by a patch
+   * cascades, one removed by a patch no longer does. */
+  snprintf(body, sizeof(body), job, "owner2", "");
+  j = call("POST", "/apis/gpuq.dev/v1alpha1/namespaces/default/gpujobs", body,
+           NULL, 201, NULL);
+  snprintf(pod, sizeof(pod),
+           "{\"metadata\":{\"ownerReferences\":[{\"apiVersion\":"
+           "\"gpuq.dev/v1alpha1\",\"kind\":\"GpuJob\",\"name\":\"owner2\","
+           "\"uid\":\"%s\",\"controller\":true}]}}",
+           str_at(j, "metadata", "uid"));
+  json_decref(j);
+  for (int i = 1; i <= 2; i++) {
+    char p[512], path[128];
+
+    snprintf(p, sizeof(p),
+             "{\"metadata\":{\"name\":\"later-%d\"},\"spec\":{\"containers\":"
+             "[{\"name\":\"c\",\"image\":\"i\"}]}}", i);
+    json_decref(call("POST", "/api/v1/namespaces/default/pods", p, NULL, 201,
+                     NULL));
+    snprintf(path, sizeof(path), "/api/v1/namespaces/default/pods/later-%d", i);
+    json_decref(call("PATCH", path, pod, "application/merge-patch+json", 200,
+                     NULL));
+  }
+  json_decref(call("PATCH", "/api/v1/namespaces/default/pods/later-2",
+                   "{\"metadata\":{\"ownerReferences\":null}}",
+                   "application/merge-patch+json", 200, NULL));
+  json_decref(call("DELETE", "/apis/gpuq.dev/v1alpha1/namespaces/default/"
+                             "gpujobs/owner2",
+                   "{\"propagationPolicy\":\"Background\"}", NULL, 200, NULL));
+  json_decref(call("GET", "/api/v1/namespaces/default/pods/later-1", NULL,
+                   NULL, 404, NULL));
+  json_decref(call("GET", "/api/v1/namespaces/default/pods/later-2", NULL,
+                   NULL, 200, NULL));
+  json_decref(call("DELETE", "/api/v1/namespaces/default/pods/later-2",
+                   "{\"gracePeriodSeconds\":0}", NULL, 200, NULL));
 }
 
 static void test_generate_name_dry_run_preconditions(void **state)
