@@ -116,20 +116,30 @@ static void set_rv(json_t *obj, uint64_t rv)
                       json_string(buf));
 }
 
+/* The uid of obj's i-th ownerReference ("" when that one has none;
+ * borrowed from obj), or NULL past the last. */
+static const char *owner_uid(const json_t *obj, size_t i)
+{
+  const json_t *refs =
+      json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
+  const char *u;
+
+  if (i >= json_array_size(refs))
+    return NULL;
+  u = json_string_value(json_object_get(json_array_get(refs, i), "uid"));
+  return u ? u : "";
+}
+
 /* Adds sign (+1 or -1) to the dependents count of every uid obj names in
  * its ownerReferences. A count that reaches 0 is dropped. */
 static void owners_count(struct gq_sim *s, const json_t *obj, int sign)
 {
-  const json_t *refs =
-      json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
-  const json_t *r;
-  size_t i;
+  const char *u;
 
-  json_array_foreach((json_t *)refs, i, r) {
-    const char *u = json_string_value(json_object_get(r, "uid"));
+  for (size_t i = 0; (u = owner_uid(obj, i)); i++) {
     struct gq_sim_owner *w;
 
-    if (!u || !*u)
+    if (!*u)
       continue;
     HASH_FIND_STR(s->owners, u, w);
     if (!w && sign > 0) {
@@ -191,17 +201,11 @@ const json_t *gq_sim_put(struct gq_sim *s, struct gq_sim_kind *k, json_t *obj)
 /* Does obj name 'uid' among its ownerReferences? */
 static int owned_by(const json_t *obj, const char *uid)
 {
-  const json_t *refs =
-      json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
-  const json_t *r;
-  size_t i;
+  const char *u;
 
-  json_array_foreach((json_t *)refs, i, r) {
-    const char *u = json_string_value(json_object_get(r, "uid"));
-
-    if (u && strcmp(u, uid) == 0)
+  for (size_t i = 0; (u = owner_uid(obj, i)); i++)
+    if (*u && strcmp(u, uid) == 0)
       return 1;
-  }
   return 0;
 }
 
