@@ -371,7 +371,7 @@ static void admitted(int rc, const char *state, long long value, void *arg)
   } else {
     const char *l[] = {cj->team};
 
-    cj->state = CJ_ACTIVE;
+    ctl_active(c, cj);
     cj->phase = GQ_PHASE_ADMITTED;
     cj->admitted_ms = gq_clock_now_ms();
     cj->start_ms = 0;

@@ -110,6 +110,21 @@ static void mark(struct ctl *c, struct cjob *cj)
   ctl_schedule_pass(c);
 }
 
+void ctl_active(struct ctl *c, struct cjob *cj)
+{
+  cj->state = CJ_ACTIVE;
+  if (!cj->act_prev)
+    DL_APPEND2(c->active, cj, act_prev, act_next);
+}
+
+void ctl_active_del(struct ctl *c, struct cjob *cj)
+{
+  if (!cj->act_prev)
+    return;
+  DL_DELETE2(c->active, cj, act_prev, act_next);
+  cj->act_prev = cj->act_next = NULL;
+}
+
 void ctl_mark(struct ctl *c, struct cjob *cj)
 {
   mark(c, cj);

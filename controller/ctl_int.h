@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <uthash.h>
+#include <utlist.h>
 #include <uv.h>
 
 #include "api/client.h"
@@ -62,6 +63,9 @@ struct cjob {
   const char *cohort; /* of its team when queued/admitted ("" = none) */
   enum cj_state state;
   enum cj_td td;
+  /* on c->active (a utlist list) since it last became CJ_ACTIVE; the
+   * tick drops it once it is in another state (ctl_active) */
+  struct cjob *act_prev, *act_next;
   int gone;          /* the GpuJob object was deleted */
   int32_t priority;  /* effective (PriorityClass value when named) */
   int64_t gpus;
@@ -205,6 +209,7 @@ struct ctl {
   struct gq_leader *leader;
   struct gq_metrics *metrics;
   struct cjob *jobs;         /* by uid */
+  struct cjob *active;       /* admitted jobs for the tick (ctl_active) */
   struct cteam *teams;       /* by name */
   struct ccohort *cohorts;   /* by name */
   struct cassumed *assumed;  /* by pod key */
@@ -270,6 +275,12 @@ struct ctl {
 const char *ctl_meta_str(const json_t *o, const char *k);
 void ctl_schedule_pass(struct ctl *c);
 struct cjob *ctl_job(struct ctl *c, const char *uid);
+/* Sets cj->state to CJ_ACTIVE and puts cj on c->active if it is not
+ * there, so that the deadline tick walks the admitted jobs, not every job
+ * the controller knows (most of them done at 100k jobs). */
+void ctl_active(struct ctl *c, struct cjob *cj);
+/* Takes cj off c->active (no-op if it is not on it). */
+void ctl_active_del(struct ctl *c, struct cjob *cj);
 /* A new job record for (uid, ns, name), added to c->jobs. */
 struct cjob *ctl_job_new(struct ctl *c, const char *uid, const char *ns,
                          const char *name);

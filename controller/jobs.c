@@ -195,6 +195,7 @@ static void free_nodes(struct cjob *cj)
 /* Frees cj (already out of the jobs table). */
 void jobs_forget(struct ctl *c, struct cjob *cj)
 {
+  ctl_active_del(c, cj);
   status_forget(c, cj);
   disrupt_victim_done(c, cj);
   disrupt_unlist(c, cj);
@@ -823,7 +824,7 @@ static void adopt(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
     /* its pods hold GPUs: it stays admitted (or is torn down below) */
     const struct gq_teamquota *q = ctl_quota(c, j->team);
 
-    cj->state = CJ_ACTIVE;
+    ctl_active(c, cj);
     cj->flavor = ctl_intern(c, pc.flavor ? pc.flavor : "");
     cj->running = pc.running > 0 && pc.running + pc.succeeded == j->replicas;
     /* it holds an admission: count it in its team's use, so that quota
@@ -1108,10 +1109,14 @@ void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms)
     }
   /* the limits come from the cached spec values (refresh()), not a lookup
    * of every admitted job's object twice a second */
-  HASH_ITER(hh, c->jobs, cj, tmp) {
+  DL_FOREACH_SAFE2(c->active, cj, tmp, act_next) {
     int64_t at;
 
-    if (cj->state != CJ_ACTIVE || cj->gone)
+    if (cj->state != CJ_ACTIVE) {
+      ctl_active_del(c, cj); /* left CJ_ACTIVE since it was added */
+      continue;
+    }
+    if (cj->gone)
       continue;
     /* drainPolicy Wait's maximum wait needs the spec; the limits come
      * from the cached spec values */

@@ -5,6 +5,8 @@
  *     another node, not counted as a failure;
  *   - a replica failing on its own is retried up to spec.backoffLimit, then
  *     the job is Failed (BackoffLimitExceeded);
+ *   - a running job past spec.activeDeadlineSeconds is Failed
+ *     (DeadlineExceeded), not retried, and its GPUs are freed;
  *   - a terminating pod holds its GPUs until it is gone;
  *   - invalid specs, forbidden namespaces and unknown teams;
  *   - a controller SIGKILLed right after admitting, or while the pods of
@@ -212,6 +214,7 @@ struct jobopt {
   int ckpt_s;             /* > 0: checkpoint-seconds annotation */
   int fixed;              /* spec.preemptible false */
   const char *template_res; /* extra container resources JSON, or NULL */
+  int deadline_s;         /* > 0: spec.activeDeadlineSeconds */
 };
 
 static void create_job(const char *name, const struct jobopt *o)
@@ -242,6 +245,9 @@ static void create_job(const char *name, const struct jobopt *o)
     json_object_set_new(spec, "backoffLimit", json_integer(o->backoff));
   if (o->fixed)
     json_object_set_new(spec, "preemptible", json_false());
+  if (o->deadline_s > 0)
+    json_object_set_new(spec, "activeDeadlineSeconds",
+                        json_integer(o->deadline_s));
   job = json_pack("{s:s,s:s,s:{s:s,s:s},s:o}", "apiVersion",
                   "gpuq.dev/v1alpha1", "kind", "GpuJob", "metadata", "name",
                   name, "namespace", ns, "spec", spec);
@@ -583,6 +589,41 @@ static void test_backoff_limit(void **state)
   o.run_s = 10;
   create_job("after", &o);
   assert_true(wait_phase("after", "Succeeded"));
+  assert_ledger_empty();
+  finish(0);
+}
+
+/* A running gang past spec.activeDeadlineSeconds is Failed with reason
+ * DeadlineExceeded, not retried (backoffLimit 3 left), and its GPUs are
+ * free again for the next job once its pods are gone. */
+static void test_active_deadline(void **state)
+{
+  static const char *const nodes[] = {"lc-a-:8", NULL};
+  struct jobopt o = JOB;
+  json_t *items;
+
+  (void)state;
+  env_up(nodes);
+  create_quota("team-a", "team-a", 8);
+  ctl_up(&env.ctl, NULL);
+  o.replicas = 2;
+  o.gpus = 4;
+  o.backoff = 3;
+  o.deadline_s = 30; /* it runs until deleted */
+  create_job("endless", &o);
+  assert_true(wait_phase("endless", "Running"));
+  assert_true(wait_phase("endless", "Failed"));
+  assert_status_str("team-a", "endless", "reason", "DeadlineExceeded");
+  assert_int_equal(status_int("team-a", "endless", "attempts"), 1);
+  assert_true(count_events("endless", "DeadlineExceeded") >= 1);
+  o = JOB;
+  o.gpus = 8;
+  o.run_s = 10;
+  create_job("after", &o);
+  assert_true(wait_phase("after", "Succeeded"));
+  items = job_pods("team-a", "endless");
+  assert_int_equal(json_array_size(items), 0);
+  json_decref(items);
   assert_ledger_empty();
   finish(0);
 }
@@ -1016,6 +1057,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_placement_miss, env_down),
       cmocka_unit_test_teardown(test_backoff_limit, env_down),
+      cmocka_unit_test_teardown(test_active_deadline, env_down),
       cmocka_unit_test_teardown(test_terminating_holds, env_down),
       cmocka_unit_test_teardown(test_validation, env_down),
       cmocka_unit_test_teardown(test_kill_restart, env_down),
