@@ -544,6 +544,18 @@ static void test_placement_miss(void **state)
 
 /* ---- 2. backoffLimit ----------------------------------------------------- */
 
+/* The only node's 8 GPUs are free again: an 8-GPU job 'after' runs to
+ * its end. */
+static void run_after(void)
+{
+  struct jobopt o = JOB;
+
+  o.gpus = 8;
+  o.run_s = 10;
+  create_job("after", &o);
+  assert_true(wait_phase("after", "Succeeded"));
+}
+
 /* Both replicas of every attempt fail on their own after 5 virtual
  * seconds: each attempt counts once, backoffLimit 2 allows 2 failed
  * attempts, the third fails the job. */
@@ -583,12 +595,7 @@ static void test_backoff_limit(void **state)
   assert_in_range(json_array_size(items), 3, 6);
   assert_int_equal(attempts, 0xe);
   json_decref(items);
-  /* its GPUs are free again: the next job runs */
-  o = JOB;
-  o.gpus = 8;
-  o.run_s = 10;
-  create_job("after", &o);
-  assert_true(wait_phase("after", "Succeeded"));
+  run_after();
   assert_ledger_empty();
   finish(0);
 }
@@ -616,11 +623,7 @@ static void test_active_deadline(void **state)
   assert_status_str("team-a", "endless", "reason", "DeadlineExceeded");
   assert_int_equal(status_int("team-a", "endless", "attempts"), 1);
   assert_true(count_events("endless", "DeadlineExceeded") >= 1);
-  o = JOB;
-  o.gpus = 8;
-  o.run_s = 10;
-  create_job("after", &o);
-  assert_true(wait_phase("after", "Succeeded"));
+  run_after();
   items = job_pods("team-a", "endless");
   assert_int_equal(json_array_size(items), 0);
   json_decref(items);
