@@ -461,8 +461,7 @@ static void admit_next(struct cohort *c)
     return;
   }
   job_make(b, b->head[t] * b->teams + t, &text, &j);
-  rc = gq_queue_admit(&b->q, c->name, text.team, text.uid, 1, BENCH_FLAVOR, 1,
-                      c->ver, on_admitted, c);
+  rc = gq_queue_admit(&b->q, &j, 1, BENCH_FLAVOR, 1, c->ver, on_admitted, c);
   if (rc != 0) {
     fail(b, "cannot send admit: %s", gq_strerror(rc));
     return;

@@ -400,8 +400,10 @@ static void decide_admit(struct pass *p, struct ccohort *k, struct cjob *cj,
 {
   struct ctl *c = p->c;
   struct admit_ctx *x;
+  struct gq_qjob qj;
   char nodes[512];
   size_t off = 0;
+  int rc;
 
   /* what it takes is committed by jobs_assume() below */
   jobs_queue_del(c, cj);
@@ -438,10 +440,14 @@ static void decide_admit(struct pass *p, struct ccohort *k, struct cjob *cj,
   x->attempt = cj->attempt;
   k->inflight++;
   ctl_write_begin(c);
-  if (gq_queue_admit(&c->q, k->redis_cohort, cj->team, cj->uid,
-                     (long)cj->attempt, cj->flavor, cj->gpus, k->ver++,
-                     admitted, x) != 0)
-    admitted(GQ_EUNAVAIL, "", 0, x);
+  /* its member in Redis: the priority and first queue time it was queued
+   * with (the script does not read the job hash) */
+  qj = (struct gq_qjob){cj->uid, cj->team, cj->ns, cj->name, k->redis_cohort,
+                        cj->qprio, cj->queued_ms};
+  rc = gq_queue_admit(&c->q, &qj, (long)cj->attempt, cj->flavor, cj->gpus,
+                      k->ver++, admitted, x);
+  if (rc != 0)
+    admitted(rc, "", 0, x);
 }
 
 /* ---- deciding, per cohort ------------------------------------------- */

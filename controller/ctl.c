@@ -586,6 +586,9 @@ static void rb_done(int rc, const struct gq_rb_drift *d, void *arg)
   else if (d->jobs_missing)
     GQ_LOG(GQ_INFO, &lc, "queue of cohort %s written from the objects: %lld "
            "jobs", x->k->name, d->jobs_missing);
+  if (d->jobs_old_layout)
+    GQ_LOG(GQ_INFO, &lc, "cohort %s: %lld job hashes of an older gpuq's "
+           "layout rewritten", x->k->name, d->jobs_old_layout);
   ctl_write_begin(c);
   if (gq_queue_ledger(&c->q, x->k->redis_cohort, &team, 1, rb_ver, x) != 0) {
     ctl_write_end(c);
@@ -627,8 +630,7 @@ static void rebuild(struct ctl *c, struct ccohort *k)
       adms = gq_xrealloc(adms, cj_cap * sizeof(*adms));
     }
     jobs[nj++] = (struct gq_rb_job){cj->uid, cj->team, cj->ns, cj->name,
-                                    cj->priority, cj->queued_ms, held,
-                                    held ? (long)cj->attempt : 0};
+                                    cj->priority, cj->queued_ms, held};
     if (held)
       adms[na++] = (struct gq_rb_adm){cj->uid, cj->team, cj->flavor,
                                       (long)cj->attempt, cj->gpus};

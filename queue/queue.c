@@ -107,45 +107,43 @@ static int eval(struct gq_queue *q, const char *script, int nkeys,
 int gq_queue_enqueue(struct gq_queue *q, const struct gq_qjob *j,
                      gq_queue_cb cb, void *arg)
 {
-  char kjob[KEY_MAX], kq[KEY_MAX], member[320], qt[32];
+  char kjob[KEY_MAX], kq[KEY_MAX], sort[GQ_QUEUE_MEMBER_HEX + 1];
   const char *keys[2] = {kjob, kq};
-  const char *args[6];
-  int rc = gq_queue_member(j->priority, j->queued_ms, j->uid, member,
-                           sizeof(member));
+  const char *args[5];
+  int rc = gq_queue_member(j->priority, j->queued_ms, "", sort, sizeof(sort));
 
   if (rc < 0)
     return rc;
-  snprintf(qt, sizeof(qt), "%lld", (long long)j->queued_ms);
   gq_queue_key(q, j->cohort, j->team, "job", j->uid, kjob, sizeof(kjob));
   gq_queue_key(q, j->cohort, j->team, "q", j->team, kq, sizeof(kq));
   args[0] = j->uid;
   args[1] = j->team;
   args[2] = j->ns ? j->ns : "";
   args[3] = j->name ? j->name : "";
-  args[4] = member;
-  args[5] = qt;
-  return eval(q, "enqueue", 2, keys, 6, args, cb, arg);
+  args[4] = sort;
+  return eval(q, "enqueue", 2, keys, 5, args, cb, arg);
 }
 
-int gq_queue_admit(struct gq_queue *q, const char *cohort, const char *team,
-                   const char *uid, long attempt, const char *flavor,
-                   long long gpus, long long expected_ver, gq_queue_cb cb,
-                   void *arg)
+int gq_queue_admit(struct gq_queue *q, const struct gq_qjob *j, long attempt,
+                   const char *flavor, long long gpus, long long expected_ver,
+                   gq_queue_cb cb, void *arg)
 {
-  char k[5][KEY_MAX], id[320], ver[32], g[32], att[32];
-  const char *keys[5] = {k[0], k[1], k[2], k[3], k[4]};
-  const char *args[4] = {ver, flavor, g, att};
+  char k[4][KEY_MAX], id[320], member[320], ver[32], g[32];
+  const char *keys[4] = {k[0], k[1], k[2], k[3]};
+  const char *args[5] = {ver, member, flavor, g, j->team};
+  int rc = gq_queue_member(j->priority, j->queued_ms, j->uid, member,
+                           sizeof(member));
 
-  snprintf(id, sizeof(id), "%s:%ld", uid, attempt);
+  if (rc < 0)
+    return rc;
+  snprintf(id, sizeof(id), "%s:%ld", j->uid, attempt);
   snprintf(ver, sizeof(ver), "%lld", expected_ver);
   snprintf(g, sizeof(g), "%lld", gpus);
-  snprintf(att, sizeof(att), "%ld", attempt);
-  gq_queue_key(q, cohort, team, "ver", NULL, k[0], KEY_MAX);
-  gq_queue_key(q, cohort, team, "job", uid, k[1], KEY_MAX);
-  gq_queue_key(q, cohort, team, "q", team, k[2], KEY_MAX);
-  gq_queue_key(q, cohort, team, "adm", id, k[3], KEY_MAX);
-  gq_queue_key(q, cohort, team, "use", team, k[4], KEY_MAX);
-  return eval(q, "admit", 5, keys, 4, args, cb, arg);
+  gq_queue_key(q, j->cohort, j->team, "ver", NULL, k[0], KEY_MAX);
+  gq_queue_key(q, j->cohort, j->team, "q", j->team, k[1], KEY_MAX);
+  gq_queue_key(q, j->cohort, j->team, "adm", id, k[2], KEY_MAX);
+  gq_queue_key(q, j->cohort, j->team, "use", j->team, k[3], KEY_MAX);
+  return eval(q, "admit", 4, keys, 5, args, cb, arg);
 }
 
 int gq_queue_release(struct gq_queue *q, const char *cohort, const char *team,
@@ -161,7 +159,8 @@ int gq_queue_release(struct gq_queue *q, const char *cohort, const char *team,
   return eval(q, "release", 3, keys, 0, NULL, cb, arg);
 }
 
-/* The job-and-queue scripts share their keys. */
+/* The job-and-queue scripts share their keys and their argument (the uid:
+ * the member is the job hash's sort prefix followed by it). */
 static int job_script(struct gq_queue *q, const char *script,
                       const char *cohort, const char *team, const char *uid,
                       gq_queue_cb cb, void *arg)
@@ -171,7 +170,7 @@ static int job_script(struct gq_queue *q, const char *script,
 
   gq_queue_key(q, cohort, team, "job", uid, kjob, sizeof(kjob));
   gq_queue_key(q, cohort, team, "q", team, kq, sizeof(kq));
-  return eval(q, script, 2, keys, 0, NULL, cb, arg);
+  return eval(q, script, 2, keys, 1, &uid, cb, arg);
 }
 
 int gq_queue_requeue(struct gq_queue *q, const char *cohort, const char *team,

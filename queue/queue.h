@@ -4,7 +4,7 @@
  * script touches hashes to one Redis Cluster slot ("{cohort}"; a team
  * without a cohort is its own tag "~team", which no DNS name can be):
  *   P:{C}:q:<team>        sorted set: the team's queued jobs
- *   P:{C}:job:<uid>       hash: team, ns, name, member, qt, state, attempt
+ *   P:{C}:job:<uid>       hash: team, ns, name, sort (the member's prefix)
  *   P:{C}:adm:<uid>:<n>   hash: an admission (flavor, gpus, team) of attempt n
  *   P:{C}:use:<team>      hash: flavor -> GPUs admitted (from admissions)
  *   P:{C}:ver             integer: the cohort ledger's version
@@ -14,7 +14,17 @@
  * first), then uid. All members score 0 and sort by their bytes (Redis
  * orders equal scores lexicographically), and the member spells the three
  * out in fixed-width hex, so the order is exact where double scores would
- * collide past 2^53 (STYLE pitfall 13).
+ * collide past 2^53 (STYLE pitfall 13). The member is the job hash's sort
+ * field followed by the uid.
+ *
+ * A job's state is derived, not stored: queued while its member is in its
+ * team's queue, admitted once an admission record of it exists (the admit
+ * script takes it out of the queue). So an admission touches neither the
+ * job hash nor anything else of the job but its queue entry: the caller
+ * passes the member's parts (bench/README.md "bench/queue": 2-3 us less
+ * Redis time per admission, and a job hash of 200 bytes instead of 296).
+ * Keys written by an older gpuq (job hashes with member, qt, state and
+ * attempt) are found and rewritten by the rebuild at start-up (rebuild.h).
  *
  * Every state change is one Lua script (the .lua files in queue/scripts, loaded at
  * connect and reloaded on NOSCRIPT by queue/rq.c). Quota arithmetic is
@@ -52,7 +62,8 @@ const struct gq_rq_script *gq_queue_scripts(size_t *n);
 
 /* Writes the sort member of a job into buf: 8 hex digits of
  * (INT32_MAX - priority) as uint32, 13 of the queue time in ms, then the
- * uid. Returns its length, or GQ_EINVAL (negative time, or over 2^52 ms),
+ * uid (uid "" gives the 21-character sort prefix the job hash keeps).
+ * Returns its length, or GQ_EINVAL (negative time, or over 2^52 ms),
  * GQ_ETOOBIG (buf too small). */
 int gq_queue_member(int32_t priority, int64_t queued_ms, const char *uid,
                     char *buf, size_t len);
@@ -70,18 +81,22 @@ typedef void (*gq_queue_cb)(int rc, const char *state, long long value,
                             void *arg);
 
 /* Queues j if it is unknown (idempotent: a known job keeps its place and
- * state). state "queued" or "admitted". */
+ * state). state "queued" or "admitted" (known, and not in its queue). */
 int gq_queue_enqueue(struct gq_queue *q, const struct gq_qjob *j,
                      gq_queue_cb cb, void *arg);
 
-/* Admits attempt of a queued job for gpus of flavor if the cohort's ledger
+/* Admits attempt of the queued job j (its uid, team, cohort, and the
+ * priority and first queue time it was queued with: they make its member;
+ * ns and name are not used) for gpus of flavor if the cohort's ledger
  * version is still expected_ver. state "ok" (value = the new version),
  * "stale" (value = the current version: re-read and decide again), "dup"
- * (this attempt was admitted already), "missing" (not queued). */
-int gq_queue_admit(struct gq_queue *q, const char *cohort, const char *team,
-                   const char *uid, long attempt, const char *flavor,
-                   long long gpus, long long expected_ver, gq_queue_cb cb,
-                   void *arg);
+ * (this attempt was admitted already), "missing" (that member is not in
+ * the team's queue: not queued, or queued with another priority or queue
+ * time; rebuild and decide again). Returns 0, or GQ_EINVAL (a queue time
+ * gq_queue_member() refuses) and the errors of gq_rq_eval(). */
+int gq_queue_admit(struct gq_queue *q, const struct gq_qjob *j, long attempt,
+                   const char *flavor, long long gpus, long long expected_ver,
+                   gq_queue_cb cb, void *arg);
 
 /* Releases an admission, exactly once: state "released" (value = new
  * version) or "absent" (already released; nothing changed). */

@@ -44,22 +44,21 @@ static char *key(struct rb *b, const char *team, const char *what,
                       KEY_MAX);
 }
 
+/* A job's hash (team, ns, name, sort: queue.h) and, if it waits, its
+ * member in its team's queue. An admitted job is known but not queued:
+ * its admission record says it is admitted. */
 static void want_job(struct rb *b, const struct gq_rb_job *j)
 {
-  char k[KEY_MAX], member[400], qt[32], att[32];
+  char k[KEY_MAX], member[400];
   json_t *h;
 
   if (gq_queue_member(j->priority, j->queued_ms, j->uid, member,
                       sizeof(member)) < 0)
     return;
-  snprintf(qt, sizeof(qt), "%lld", (long long)j->queued_ms);
-  h = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "team", j->team, "ns",
-                j->ns ? j->ns : "", "name", j->name ? j->name : "", "member",
-                member, "qt", qt, "state", j->admitted ? "admitted" : "queued");
-  if (j->admitted) {
-    snprintf(att, sizeof(att), "%ld", j->attempt);
-    json_object_set_new(h, "attempt", json_string(att));
-  } else {
+  h = json_pack("{s:s, s:s, s:s, s:s#}", "team", j->team, "ns",
+                j->ns ? j->ns : "", "name", j->name ? j->name : "", "sort",
+                member, (int)GQ_QUEUE_MEMBER_HEX);
+  if (!j->admitted) {
     json_t *z = json_object_get(b->want, key(b, j->team, "q", j->team, k));
 
     if (!z) {
@@ -245,6 +244,8 @@ static int diff_key(struct rb *b, const char *k, const json_t *want,
       b->d.jobs_missing++;
     else if (!want)
       b->d.jobs_extra++;
+    else if (json_object_get(have, "state"))
+      b->d.jobs_old_layout++; /* an older gpuq's hash: not drift */
     else
       b->d.jobs_changed++;
   } else if (is(k, "adm")) {

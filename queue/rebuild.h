@@ -21,8 +21,8 @@ struct gq_rb_job {
   const char *uid, *team, *ns, *name;
   int32_t priority;
   int64_t queued_ms;
-  int admitted;     /* 1: its pods hold (or are being given) GPUs */
-  long attempt;     /* the admitted attempt */
+  int admitted;     /* 1: its pods hold (or are being given) GPUs (its
+                       admission is a struct gq_rb_adm) */
 };
 
 /* An admission the objects show: GPUs of one attempt of a job. */
@@ -33,9 +33,12 @@ struct gq_rb_adm {
 };
 
 /* How Redis differed from the objects (all counts; GPUs summed as
- * absolute differences per team and flavor). */
+ * absolute differences per team and flavor). jobs_old_layout counts job
+ * hashes an older gpuq wrote (fields member, qt, state, attempt; before
+ * the admit script stopped touching job hashes): the repair rewrites them
+ * in the current layout, and they are not drift. */
 struct gq_rb_drift {
-  long long jobs_missing, jobs_extra, jobs_changed;
+  long long jobs_missing, jobs_extra, jobs_changed, jobs_old_layout;
   long long adms_missing, adms_extra;
   long long gpus_diff;
   long long keys_read;

@@ -2,7 +2,8 @@
  * and ties, idempotent enqueue, admission with the ledger version (two
  * clients racing for the last GPUs never both succeed), release exactly
  * once (a double release leaves usage unchanged), requeue at the original
- * place, positions, and survival of SCRIPT FLUSH. */
+ * place, positions, survival of SCRIPT FLUSH, an admission that leaves the
+ * job hash alone, and the conversion of an older gpuq's keys. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -96,12 +97,31 @@ static void on_done(int rc, const char *state, long long value, void *arg)
     assert_int_equal((o).rc, 0);                                             \
   } while (0)
 
-static void enqueue(const char *uid, int32_t prio, int64_t qt)
+/* The jobs of team-a in cohort ml, as test_order_and_ties queues them
+ * (an admission names a job by these: its member). */
+static const struct gq_qjob ml_jobs[] = {
+    {"j-late-low", "team-a", "ns", "j-late-low", "ml", 0, 3000},
+    {"j-early-low", "team-a", "ns", "j-early-low", "ml", 0, 1000},
+    {"j-high", "team-a", "ns", "j-high", "ml", 100, 9000},
+    {"j-tie-b", "team-a", "ns", "j-tie-b", "ml", 0, 2000},
+    {"j-tie-a", "team-a", "ns", "j-tie-a", "ml", 0, 2000},
+    {"j-neg", "team-a", "ns", "j-neg", "ml", -5, 0},
+};
+
+static const struct gq_qjob *ml(const char *uid)
 {
-  struct gq_qjob j = {uid, "team-a", "ns", uid, "ml", prio, qt};
+  for (size_t i = 0; i < sizeof(ml_jobs) / sizeof(ml_jobs[0]); i++)
+    if (!strcmp(ml_jobs[i].uid, uid))
+      return &ml_jobs[i];
+  fail_msg("no test job '%s'", uid);
+  return NULL;
+}
+
+static void enqueue(const struct gq_qjob *j)
+{
   struct out o;
 
-  WAIT(gq_queue_enqueue(&q, &j, on_done, &o), o);
+  WAIT(gq_queue_enqueue(&q, j, on_done, &o), o);
   assert_string_equal(o.state, "queued");
 }
 
@@ -137,13 +157,11 @@ static void test_member_encoding(void **state)
 
 static void test_order_and_ties(void **state)
 {
+  struct gq_qjob j;
+
   (void)state;
-  enqueue("j-late-low", 0, 3000);
-  enqueue("j-early-low", 0, 1000);
-  enqueue("j-high", 100, 9000);
-  enqueue("j-tie-b", 0, 2000);
-  enqueue("j-tie-a", 0, 2000);
-  enqueue("j-neg", -5, 0);
+  for (size_t i = 0; i < sizeof(ml_jobs) / sizeof(ml_jobs[0]); i++)
+    enqueue(&ml_jobs[i]);
   assert_int_equal(position("j-high"), 1);
   assert_int_equal(position("j-early-low"), 2);
   assert_int_equal(position("j-tie-a"), 3); /* equal: by uid */
@@ -151,7 +169,10 @@ static void test_order_and_ties(void **state)
   assert_int_equal(position("j-late-low"), 5);
   assert_int_equal(position("j-neg"), 6);
   /* Enqueue again (a restart, a repeated event): nothing moves. */
-  enqueue("j-neg", 1000, 1);
+  j = *ml("j-neg");
+  j.priority = 1000;
+  j.queued_ms = 1;
+  enqueue(&j);
   assert_int_equal(position("j-neg"), 6);
   assert_int_equal(position("nobody"), 0);
 }
@@ -174,7 +195,7 @@ static void test_admit_release_exactly_once(void **state)
   long long ver;
 
   (void)state;
-  WAIT(gq_queue_admit(&q, "ml", "team-a", "j-high", 1, "A100", 8, 0, on_done,
+  WAIT(gq_queue_admit(&q, ml("j-high"), 1, "A100", 8, 0, on_done,
                       &o),
        o);
   assert_string_equal(o.state, "ok");
@@ -182,7 +203,7 @@ static void test_admit_release_exactly_once(void **state)
   assert_int_equal(usage(), 8);
   assert_int_equal(position("j-high"), 0);   /* left the queue */
   assert_int_equal(position("j-early-low"), 1);
-  WAIT(gq_queue_admit(&q, "ml", "team-a", "j-high", 1, "A100", 8, ver,
+  WAIT(gq_queue_admit(&q, ml("j-high"), 1, "A100", 8, ver,
                       on_done, &o),
        o);
   assert_string_equal(o.state, "dup");      /* same attempt: once */
@@ -193,7 +214,7 @@ static void test_admit_release_exactly_once(void **state)
   assert_string_equal(p.state, "absent");   /* double release: no change */
   assert_int_equal(usage(), 0);
   /* A decision on an old ledger is refused. */
-  WAIT(gq_queue_admit(&q, "ml", "team-a", "j-early-low", 1, "A100", 1, ver,
+  WAIT(gq_queue_admit(&q, ml("j-early-low"), 1, "A100", 1, ver,
                       on_done, &o),
        o);
   assert_string_equal(o.state, "stale");
@@ -207,17 +228,17 @@ static void test_racing_admissions(void **state)
 
   (void)state;
   /* Learn the current version with a refused admission. */
-  WAIT(gq_queue_admit(&q, "ml", "team-a", "j-tie-a", 1, "A100", 8, -1,
+  WAIT(gq_queue_admit(&q, ml("j-tie-a"), 1, "A100", 8, -1,
                       on_done, &v),
        v);
   ver = v.value;
   memset(&a, 0, sizeof(a));
   memset(&b, 0, sizeof(b));
   /* Two deciders saw the same ledger and both want the last 8 GPUs. */
-  assert_int_equal(gq_queue_admit(&q, "ml", "team-a", "j-tie-a", 1, "A100", 8,
+  assert_int_equal(gq_queue_admit(&q, ml("j-tie-a"), 1, "A100", 8,
                                   ver, on_done, &a),
                    0);
-  assert_int_equal(gq_queue_admit(&q, "ml", "team-a", "j-tie-b", 1, "A100", 8,
+  assert_int_equal(gq_queue_admit(&q, ml("j-tie-b"), 1, "A100", 8,
                                   ver, on_done, &b),
                    0);
   run_until(&a.done);
@@ -286,12 +307,20 @@ static void on_rb(int rc, const struct gq_rb_drift *d, void *arg)
 
 static const char *const rb_teams[] = {"team-x", "team-y"};
 static const struct gq_rb_job rb_jobs[] = {
-    {"r1", "team-x", "ns", "r1", 5, 100, 1, 1},
-    {"r2", "team-x", "ns", "r2", 1, 200, 0, 0},
-    {"r3", "team-x", "ns", "r3", 1, 150, 0, 0},
-    {"r4", "team-y", "ns", "r4", 0, 300, 0, 0},
+    {"r1", "team-x", "ns", "r1", 5, 100, 1},
+    {"r2", "team-x", "ns", "r2", 1, 200, 0},
+    {"r3", "team-x", "ns", "r3", 1, 150, 0},
+    {"r4", "team-y", "ns", "r4", 0, 300, 0},
 };
 static const struct gq_rb_adm rb_adms[] = {{"r1", "team-x", "A100", 1, 4}};
+
+/* rb_jobs[i] as the queue functions take it (cohort "rb"). */
+static struct gq_qjob rb_qjob(size_t i)
+{
+  return (struct gq_qjob){rb_jobs[i].uid,      rb_jobs[i].team, "ns",
+                          rb_jobs[i].name,     "rb",
+                          rb_jobs[i].priority, rb_jobs[i].queued_ms};
+}
 
 static struct gq_rb_drift rebuild(int repair)
 {
@@ -337,17 +366,14 @@ static void test_rebuild_and_drift(void **state)
   (void)state;
   /* The state the scripts build as jobs come and one is admitted. */
   for (size_t i = 0; i < 4; i++) {
-    j = (struct gq_qjob){rb_jobs[i].uid, rb_jobs[i].team, "ns",
-                         rb_jobs[i].name, "rb", rb_jobs[i].priority,
-                         rb_jobs[i].queued_ms};
+    j = rb_qjob(i);
     WAIT(gq_queue_enqueue(&q, &j, on_done, &o), o);
   }
-  WAIT(gq_queue_admit(&q, "rb", "team-x", "r1", 1, "A100", 4, -1, on_done, &o),
+  j = rb_qjob(0); /* r1 */
+  WAIT(gq_queue_admit(&q, &j, 1, "A100", 4, -1, on_done, &o),
        o); /* learn the version */
   ver = o.value;
-  WAIT(gq_queue_admit(&q, "rb", "team-x", "r1", 1, "A100", 4, ver, on_done,
-                      &o),
-       o);
+  WAIT(gq_queue_admit(&q, &j, 1, "A100", 4, ver, on_done, &o), o);
   assert_string_equal(o.state, "ok");
   assert_int_equal(pos_in("team-x", "r3"), 1);
   assert_int_equal(pos_in("team-x", "r2"), 2);
@@ -393,6 +419,121 @@ static void test_rebuild_and_drift(void **state)
   assert_int_equal(use_of("team-x"), 0);
 }
 
+/* A reply of gq_test_redis_cmd() compared and freed. */
+static void assert_redis(const char *want, char *got)
+{
+  assert_non_null(got);
+  assert_string_equal(got, want);
+  free(got);
+}
+
+/* The job hash holds what enqueue, requeue, remove, position and the
+ * rebuild need (team, ns, name, sort) and nothing the admit script would
+ * have to touch: an admission leaves it as it is, and an admit whose
+ * member is not in the queue (another priority) is "missing" and changes
+ * nothing. */
+static void test_job_hash_not_touched_by_admit(void **state)
+{
+  struct gq_qjob j = {"h1", "team-h", "ns-h", "name-h", "hl", 7, 4242}, w;
+  char key[256], sort[32];
+  struct out o;
+  long long ver;
+
+  (void)state;
+  WAIT(gq_queue_enqueue(&q, &j, on_done, &o), o);
+  gq_queue_key(&q, "hl", "team-h", "job", "h1", key, sizeof(key));
+  gq_queue_member(7, 4242, "", sort, sizeof(sort));
+  assert_redis("4", gq_test_redis_cmd(&redis, "HLEN %s", key));
+  assert_redis(sort, gq_test_redis_cmd(&redis, "HGET %s sort", key));
+  assert_redis("name-h", gq_test_redis_cmd(&redis, "HGET %s name", key));
+  WAIT(gq_queue_admit(&q, &j, 1, "A100", 2, -1, on_done, &o), o);
+  ver = o.value;
+  w = j;
+  w.priority = 8; /* not the member it was queued with */
+  WAIT(gq_queue_admit(&q, &w, 1, "A100", 2, ver, on_done, &o), o);
+  assert_string_equal(o.state, "missing");
+  assert_int_equal(o.value, ver);
+  WAIT(gq_queue_admit(&q, &j, 1, "A100", 2, ver, on_done, &o), o);
+  assert_string_equal(o.state, "ok");
+  assert_int_equal(o.value, ver + 1);
+  assert_redis("4", gq_test_redis_cmd(&redis, "HLEN %s", key));
+  assert_redis(sort, gq_test_redis_cmd(&redis, "HGET %s sort", key));
+  gq_queue_key(&q, "hl", "team-h", "adm", "h1:1", key, sizeof(key));
+  assert_redis("team-h", gq_test_redis_cmd(&redis, "HGET %s team", key));
+  /* Known and not queued: admitted. Enqueue leaves it so. */
+  WAIT(gq_queue_enqueue(&q, &j, on_done, &o), o);
+  assert_string_equal(o.state, "admitted");
+  WAIT(gq_queue_position(&q, "hl", "team-h", "h1", on_done, &o), o);
+  assert_int_equal(o.value, 0);
+  WAIT(gq_queue_requeue(&q, "hl", "team-h", "h1", on_done, &o), o);
+  assert_string_equal(o.state, "queued");
+  WAIT(gq_queue_position(&q, "hl", "team-h", "h1", on_done, &o), o);
+  assert_int_equal(o.value, 1);
+}
+
+/* A Redis written by an older gpuq (job hashes with member, qt, state and
+ * attempt, which its admit script rewrote) is converted by the rebuild:
+ * counted as old layout, not as drift, and the scripts work on the
+ * result. */
+static void test_rebuild_converts_old_layout(void **state)
+{
+  static const char *const teams[] = {"team-o"};
+  static const struct gq_rb_job jobs[] = {
+      {"o1", "team-o", "ns", "o1", 0, 100, 0},
+      {"o2", "team-o", "ns", "o2", 0, 50, 1},
+  };
+  static const struct gq_rb_adm adms[] = {{"o2", "team-o", "A100", 1, 2}};
+  char kjob[256], k[256], m1[64], m2[64];
+  struct rbout o;
+  struct out p;
+
+  (void)state;
+  gq_queue_member(0, 100, "o1", m1, sizeof(m1));
+  gq_queue_member(0, 50, "o2", m2, sizeof(m2));
+  gq_queue_key(&q, "old", "team-o", "job", "o1", kjob, sizeof(kjob));
+  free(gq_test_redis_cmd(&redis, "HSET %s team team-o ns ns name o1 member %s"
+                         " qt 100 state queued", kjob, m1));
+  free(gq_test_redis_cmd(&redis, "ZADD %s 0 %s",
+                         gq_queue_key(&q, "old", "team-o", "q", "team-o", k,
+                                      sizeof(k)),
+                         m1));
+  free(gq_test_redis_cmd(&redis, "HSET %s team team-o ns ns name o2 member %s"
+                         " qt 50 state admitted attempt 1",
+                         gq_queue_key(&q, "old", "team-o", "job", "o2", k,
+                                      sizeof(k)),
+                         m2));
+  free(gq_test_redis_cmd(&redis, "HSET %s flavor A100 gpus 2 team team-o",
+                         gq_queue_key(&q, "old", "team-o", "adm", "o2:1", k,
+                                      sizeof(k))));
+  free(gq_test_redis_cmd(&redis, "HSET %s A100 2",
+                         gq_queue_key(&q, "old", "team-o", "use", "team-o", k,
+                                      sizeof(k))));
+  memset(&o, 0, sizeof(o));
+  assert_int_equal(gq_queue_rebuild(&q, "old", teams, 1, jobs, 2, adms, 1, 1,
+                                    on_rb, &o),
+                   0);
+  run_until(&o.done);
+  assert_int_equal(o.rc, 0);
+  assert_int_equal(o.d.jobs_old_layout, 2);
+  assert_int_equal(o.d.jobs_missing + o.d.jobs_extra + o.d.jobs_changed, 0);
+  assert_int_equal(o.d.adms_missing + o.d.adms_extra + o.d.gpus_diff, 0);
+  assert_redis("(nil)", gq_test_redis_cmd(&redis, "HGET %s state", kjob));
+  assert_redis("4", gq_test_redis_cmd(&redis, "HLEN %s", kjob));
+  WAIT(gq_queue_position(&q, "old", "team-o", "o1", on_done, &p), p);
+  assert_int_equal(p.value, 1);
+  memset(&o, 0, sizeof(o));
+  assert_int_equal(gq_queue_rebuild(&q, "old", teams, 1, jobs, 2, adms, 1, 0,
+                                    on_rb, &o),
+                   0);
+  run_until(&o.done);
+  assert_int_equal(o.d.jobs_old_layout + o.d.jobs_changed + o.d.jobs_missing +
+                       o.d.jobs_extra + o.d.adms_missing + o.d.adms_extra +
+                       o.d.gpus_diff,
+                   0);
+  WAIT(gq_queue_release(&q, "old", "team-o", "o2", 1, on_done, &p), p);
+  assert_string_equal(p.state, "released");
+}
+
 struct ledger_out {
   int done, rc;
   long long ver, used;
@@ -436,10 +577,10 @@ static void test_race_with_quota(void **state)
   assert_int_equal(gq_quota_check(&c, 0, 8, NULL), GQ_Q_FITS_NOMINAL);
   memset(&x, 0, sizeof(x));
   memset(&y, 0, sizeof(y));
-  assert_int_equal(gq_queue_admit(&q, NULL, "solo", "qa", 1, "T4", 8, l.ver,
+  assert_int_equal(gq_queue_admit(&q, &a, 1, "T4", 8, l.ver,
                                   on_done, &x),
                    0);
-  assert_int_equal(gq_queue_admit(&q, NULL, "solo", "qb", 1, "T4", 8, l.ver,
+  assert_int_equal(gq_queue_admit(&q, &b, 1, "T4", 8, l.ver,
                                   on_done, &y),
                    0);
   run_until(&x.done);
@@ -480,7 +621,7 @@ static void run_for(int ms)
  * state from the objects, and admission resumes. */
 static void test_outage_30s(void **state)
 {
-  struct gq_qjob j = {"r2", "team-x", "ns", "r2", "rb", 1, 200};
+  struct gq_qjob j = rb_qjob(1), r3;
   struct out o;
   int port = redis.port, down;
   long long ver;
@@ -497,13 +638,10 @@ static void test_outage_30s(void **state)
   run_until(&ready_flag); /* reconnected on its own */
   assert_int_equal(rebuild(1).jobs_missing, 4); /* a fresh, empty server */
   assert_int_equal(pos_in("team-x", "r3"), 1);
-  WAIT(gq_queue_admit(&q, "rb", "team-x", "r3", 1, "A100", 2, -1, on_done,
-                      &o),
-       o);
+  r3 = rb_qjob(2);
+  WAIT(gq_queue_admit(&q, &r3, 1, "A100", 2, -1, on_done, &o), o);
   ver = o.value; /* the rebuilt ledger's version */
-  WAIT(gq_queue_admit(&q, "rb", "team-x", "r3", 1, "A100", 2, ver, on_done,
-                      &o),
-       o);
+  WAIT(gq_queue_admit(&q, &r3, 1, "A100", 2, ver, on_done, &o), o);
   assert_string_equal(o.state, "ok");
   assert_int_equal(use_of("team-x"), 6); /* r1's 4 (rebuilt) + r3's 2 */
 }
@@ -519,6 +657,8 @@ int main(void)
       cmocka_unit_test(test_scripts_survive_flush),
       cmocka_unit_test(test_keys_carry_cohort_tag),
       cmocka_unit_test(test_rebuild_and_drift),
+      cmocka_unit_test(test_job_hash_not_touched_by_admit),
+      cmocka_unit_test(test_rebuild_converts_old_layout),
       cmocka_unit_test(test_race_with_quota),
       cmocka_unit_test(test_outage_30s),
   };
