@@ -22,6 +22,8 @@
 #define TRIM_MS 10000            /* heap trims at most this often (real) */
 #define TRIM_MIN (16u << 20)     /* and only with this many bytes free */
 #define TICK_MS 500              /* deadline checks (real ms) */
+#define TICK_MIN_MS 20           /* and at a deadline, at most this often:
+                                    each check looks at every job */
 
 static const struct gq_lc lc = {"controller", "ctl", NULL};
 
@@ -707,7 +709,8 @@ static void run_pass(uv_timer_t *tm)
       int64_t d = gq_clock_to_real(gq_clock_get(), next) - gq_clock_real_ms();
 
       if (d < TICK_MS)
-        uv_timer_start(&c->tick_timer, tick, d > 0 ? (uint64_t)d + 1 : 1,
+        uv_timer_start(&c->tick_timer, tick,
+                       d > TICK_MIN_MS ? (uint64_t)d + 1 : TICK_MIN_MS,
                        TICK_MS);
     }
   }

@@ -415,8 +415,8 @@ static void teardown(struct ctl *c, struct cjob *cj, enum cj_td td,
     disrupt_begin(c, cj, j);
   } else if (td == TD_FAILED || td == TD_STARTUP) {
     cj->failures++;
-    status_set(cj, td_reason(td), "attempt %lld: %s (%lld of %d failed "
-               "attempts allowed); its pods are deleted, then it %s",
+    status_set(cj, td_reason(td), "attempt %lld: %s (failed attempts: "
+               "%lld, spec.backoffLimit %d); its pods are deleted, then it %s",
                (long long)cj->attempt, why, (long long)cj->failures,
                j ? j->backoff_limit : 0,
                j && cj->failures > j->backoff_limit ? "fails"
@@ -833,7 +833,8 @@ static int phase_active(enum gq_job_phase ph)
  * (also when the status is about an earlier attempt): phase Preempting is
  * a disruption's; reason ReplicaFailed, StartupTimeout or DeadlineExceeded
  * in phase Admitted or Running is teardown()'s record. */
-static enum cj_td recorded_td(const struct gq_gpujob *j, int64_t attempt)
+static enum cj_td teardown_in_status(const struct gq_gpujob *j,
+                                     int64_t attempt)
 {
   static const enum cj_td kinds[] = {TD_FAILED, TD_STARTUP, TD_DEADLINE};
 
@@ -919,7 +920,7 @@ static void adopt(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
       delete_pods(c, cj);
     return;
   }
-  rec = recorded_td(j, cj->attempt);
+  rec = teardown_in_status(j, cj->attempt);
   if (pc.present > 0 &&
       (pc.hold > 0 || pc.succeeded > 0 ||
        (pc.failed > 0 && (j->status.attempts != cj->attempt ||
