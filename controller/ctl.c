@@ -21,6 +21,9 @@
 #define STOP_WAIT_MS 10000
 #define TRIM_MS 10000            /* heap trims at most this often (real) */
 #define TRIM_MIN (16u << 20)     /* and only with this many bytes free */
+#define TICK_MS 500              /* deadline checks (real ms) */
+#define TICK_MIN_MS 20           /* and at a deadline, at most this often:
+                                    each check walks every admitted job */
 
 static const struct gq_lc lc = {"controller", "ctl", NULL};
 
@@ -699,6 +702,8 @@ static int admitting(const struct ctl *c)
   return 0;
 }
 
+static void tick(uv_timer_t *tm);
+
 static void run_pass(uv_timer_t *tm)
 {
   struct ctl *c = tm->data;
@@ -717,6 +722,14 @@ static void run_pass(uv_timer_t *tm)
   if (c->tick_due) {
     c->tick_due = 0;
     jobs_tick(c, gq_clock_now_ms(), &next);
+    if (next >= 0) { /* the earliest limit is due before the next tick */
+      int64_t d = gq_clock_to_real(gq_clock_get(), next) - gq_clock_real_ms();
+
+      if (d < TICK_MS)
+        uv_timer_start(&c->tick_timer, tick,
+                       d > TICK_MIN_MS ? (uint64_t)d + 1 : TICK_MIN_MS,
+                       TICK_MS);
+    }
   }
   queued_backend_state(c);
   if (c->redis_ready && cohorts_ready(c))
@@ -734,7 +747,6 @@ void ctl_schedule_pass(struct ctl *c)
   uv_timer_start(&c->pass_timer, run_pass, 0, 0);
 }
 
-/* Deadlines are checked twice a second (real time), not in every pass. */
 /* Gives the free heap back to the OS. glibc keeps freed memory in its
  * arena, and the JSON the controller parses and drops (list pages, watch
  * events, responses: about 17 KB of heap per GpuJob object) is freed
@@ -764,6 +776,8 @@ static void trim_heap(struct ctl *c)
 #endif
 }
 
+/* Deadlines are checked every TICK_MS (real), not in every pass, and at
+ * the earliest one's due time (run_pass re-arms the timer for it). */
 static void tick(uv_timer_t *tm)
 {
   struct ctl *c = tm->data;
@@ -1080,7 +1094,7 @@ void gq_ctl_start(struct gq_ctl *gc)
   c->inf_pcs = gq_informer_start(c->kc, &io, &hc, c);
   io.path = "/apis/policy/v1/poddisruptionbudgets";
   c->inf_pdbs = gq_informer_start(c->kc, &io, &hd, c);
-  uv_timer_start(&c->tick_timer, tick, 500, 500);
+  uv_timer_start(&c->tick_timer, tick, TICK_MS, TICK_MS);
   uv_timer_start(&c->audit_timer, audit, (uint64_t)c->o.audit_s * 1000,
                  (uint64_t)c->o.audit_s * 1000);
   uv_timer_start(&c->sweep_timer, sweep, (uint64_t)c->o.sweep_ms,

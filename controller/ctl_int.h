@@ -315,6 +315,13 @@ void jobs_use(struct ctl *c, struct cjob *cj, int sign);
 void jobs_create_pods(struct ctl *c, struct cjob *cj);
 void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms);
 void jobs_forget(struct ctl *c, struct cjob *cj);
+/* The status reason that records a teardown of kind td before any of its
+ * pods is deleted (ReplicaFailed, StartupTimeout, DeadlineExceeded: the
+ * kinds a restarted controller could not tell from a disruption once the
+ * pods are gone), or NULL for the kinds that need no record (a disruption
+ * and a placement miss are what a restart assumes; suspend and delete are
+ * in the spec and metadata). Static string. */
+const char *jobs_td_record(enum cj_td td);
 /* Disrupts running job cj on gpuq's own initiative: the checkpoint
  * protocol of a disruption (DESIGN §5), with cause (PreemptedByPriority,
  * QuotaReclaim, NodeRemoval) and why (a sentence). by: the job it makes

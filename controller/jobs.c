@@ -370,9 +370,40 @@ static const char *td_reason(enum cj_td td)
   }
 }
 
+const char *jobs_td_record(enum cj_td td)
+{
+  return td == TD_FAILED || td == TD_STARTUP || td == TD_DEADLINE
+             ? td_reason(td)
+             : NULL;
+}
+
+/* 1 when nothing of cj's teardown has to wait for its record: the kind
+ * needs none, or the stored GpuJob (what a restarted controller reads)
+ * shows it: reason, failedAttempts and attempts as cj has them. */
+static int td_recorded(struct ctl *c, const struct cjob *cj)
+{
+  const char *r = jobs_td_record(cj->td);
+  const struct gq_gpujob *j;
+
+  if (!r || cj->state != CJ_TEARDOWN)
+    return 1;
+  j = ctl_job_obj(c, cj);
+  return j && j->status.reason && !strcmp(j->status.reason, r) &&
+         j->status.failures == cj->failures &&
+         j->status.attempts == cj->attempt;
+}
+
+/* Starts tearing cj's attempt down (td: why; why: a sentence). A failure
+ * or startup timeout is counted here (status.failedAttempts), and for
+ * those and a deadline the outcome is written first: no pod is deleted
+ * and nothing released before the stored status shows it (td_recorded),
+ * so a controller that dies at any point of the teardown finds either the
+ * failed attempt's pods or the record, never neither (adopt()). */
 static void teardown(struct ctl *c, struct cjob *cj, enum cj_td td,
                      const char *why)
 {
+  const struct gq_gpujob *j = ctl_job_spec(c, cj);
+
   if (cj->state == CJ_TEARDOWN)
     return;
   cj->state = CJ_TEARDOWN;
@@ -382,14 +413,27 @@ static void teardown(struct ctl *c, struct cjob *cj, enum cj_td td,
   if (td == TD_DISRUPTED) { /* evicted or deleted: its GPUs are still held */
     cj->phase = GQ_PHASE_PREEMPTING;
     status_set(cj, "Disrupted", "%s; requeued once its pods are gone", why);
-    disrupt_begin(c, cj, ctl_job_spec(c, cj));
+    disrupt_begin(c, cj, j);
+  } else if (td == TD_FAILED || td == TD_STARTUP) {
+    cj->failures++;
+    status_set(cj, td_reason(td), "attempt %lld: %s (failed attempts: "
+               "%lld, spec.backoffLimit %d); its pods are deleted, then it %s",
+               (long long)cj->attempt, why, (long long)cj->failures,
+               j ? j->backoff_limit : 0,
+               j && cj->failures > j->backoff_limit ? "fails"
+                                                    : "is requeued");
+  } else if (td == TD_DEADLINE) {
+    status_set(cj, td_reason(td), "attempt %lld: %s; its pods are deleted, "
+               "then it fails", (long long)cj->attempt, why);
   }
   GQ_LOG(GQ_INFO, &lc, "job %s attempt %lld: tearing down (%s): %s", cj->key,
          (long long)cj->attempt, td_reason(td), why);
   if (td != TD_DELETE)
     status_event(c, cj, td == TD_SUSPEND ? "Normal" : "Warning", td_reason(td),
                  "attempt %lld: %s", (long long)cj->attempt, why);
-  delete_pods(c, cj);
+  if (td_recorded(c, cj))
+    delete_pods(c, cj);
+  status_flush(c, cj);
 }
 
 void jobs_preempt(struct ctl *c, struct cjob *cj, struct cjob *by,
@@ -451,8 +495,7 @@ static void teardown_done(struct ctl *c, struct cjob *cj,
 
   switch (td) {
   case TD_FAILED:
-  case TD_STARTUP:
-    cj->failures++;
+  case TD_STARTUP: /* counted by teardown() */
     if (j && cj->failures > j->backoff_limit) {
       snprintf(msg, sizeof(msg), "%lld failed attempts, more than "
                "spec.backoffLimit %d", (long long)cj->failures,
@@ -463,7 +506,9 @@ static void teardown_done(struct ctl *c, struct cjob *cj,
     requeue(c, cj);
     status_set(cj, "Requeued", "attempt %lld %s; %lld of %d failed "
                "attempts allowed used", (long long)cj->attempt,
-               td == TD_FAILED ? "failed" : "did not start in time",
+               td == TD_FAILED ? "failed"
+                               : "was not all Running within "
+                                 "spec.startupTimeoutSeconds",
                (long long)cj->failures, j ? j->backoff_limit : 0);
     break;
   case TD_MISS:
@@ -779,12 +824,63 @@ static int resume_creates(struct ctl *c, struct cjob *cj,
   return 0;
 }
 
+static int phase_active(enum gq_job_phase ph)
+{
+  return ph == GQ_PHASE_ADMITTED || ph == GQ_PHASE_RUNNING ||
+         ph == GQ_PHASE_PREEMPTING;
+}
+
+/* The teardown of attempt 'attempt' that j's status records, or TD_NONE
+ * (also when the status is about an earlier attempt): phase Preempting is
+ * a disruption's; reason ReplicaFailed, StartupTimeout or DeadlineExceeded
+ * in phase Admitted or Running is teardown()'s record. */
+static enum cj_td teardown_in_status(const struct gq_gpujob *j,
+                                     int64_t attempt)
+{
+  static const enum cj_td kinds[] = {TD_FAILED, TD_STARTUP, TD_DEADLINE};
+
+  if (j->status.attempts != attempt || !phase_active(j->status.phase))
+    return TD_NONE;
+  if (j->status.phase == GQ_PHASE_PREEMPTING)
+    return TD_DISRUPTED;
+  for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+    if (!strcmp(j->status.reason, jobs_td_record(kinds[i])))
+      return kinds[i];
+  return TD_NONE;
+}
+
+/* Takes up, after a restart, the teardown a previous process recorded:
+ * nothing is counted again (a failure was counted in the record). */
+static void resume_teardown(struct ctl *c, struct cjob *cj,
+                            const struct gq_gpujob *j, enum cj_td td)
+{
+  char why[512];
+
+  cj->state = CJ_TEARDOWN;
+  cj->td = td;
+  cj->td_sent_ms = 0;
+  cj->running = 0;
+  if (td == TD_DISRUPTED) {
+    disrupt_describe(c, cj, why, sizeof(why));
+    status_set(cj, "Disrupted", "%s; requeued once its pods are gone", why);
+    disrupt_begin(c, cj, j);
+  }
+  GQ_LOG(GQ_INFO, &lc, "job %s attempt %lld: taking up its teardown (%s) "
+         "after a restart", cj->key, (long long)cj->attempt, td_reason(td));
+}
+
 /* Fills cj from the job object after a (re)start: its status and pods say
- * where it stood (DESIGN §6: the objects are the truth). */
+ * where it stood (DESIGN §6: the objects are the truth). The status speaks
+ * for attempt status.attempts; pods of a later attempt mean it is stale
+ * (that attempt was admitted, its status not written yet). A teardown the
+ * status records is taken up where it stood; a replica of the attempt
+ * that failed while the status still shows it admitted is a failure not
+ * yet counted (the reconcile tears the gang down and counts it). */
 static void adopt(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
 {
   struct podcount pc;
   int64_t seen = cj->queued_ms; /* arrival stamp (ctl.c job_for), or 0 */
+  enum cj_td rec;
 
   cj->queued_ms = j->status.queued_ms ? j->status.queued_ms
                                       : j->meta.creation_ms;
@@ -800,6 +896,11 @@ static void adopt(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
   cj->start_ms = j->status.start_ms;
   cj->first_start_ms = j->status.start_ms;
   cj->completion_ms = j->status.completion_ms;
+  /* a finished or admitted job's reason stays (a status write compares
+   * with it); a queued one's is the reconcile's and the pass's again */
+  if (gq_job_phase_final(j->status.phase) || phase_active(j->status.phase))
+    status_set(cj, ctl_intern(c, j->status.reason), "%s",
+               j->status.message ? j->status.message : "");
   cj->attempt = j->status.attempts;
   cj->failures = j->status.failures;
   cj->preemptions = j->status.preemptions;
@@ -820,8 +921,13 @@ static void adopt(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
       delete_pods(c, cj);
     return;
   }
-  if (pc.present > 0 && (pc.hold > 0 || pc.succeeded > 0)) {
-    /* its pods hold GPUs: it stays admitted (or is torn down below) */
+  rec = teardown_in_status(j, cj->attempt);
+  if (pc.present > 0 &&
+      (pc.hold > 0 || pc.succeeded > 0 ||
+       (pc.failed > 0 && (j->status.attempts != cj->attempt ||
+                          phase_active(j->status.phase))))) {
+    /* its pods hold GPUs, or ended unrecorded: it stays admitted (or is
+     * torn down below) */
     const struct gq_teamquota *q = ctl_quota(c, j->team);
 
     ctl_active(c, cj);
@@ -834,9 +940,16 @@ static void adopt(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
     cj->cohort = ctl_intern(c, q && q->cohort ? q->cohort : "");
     cj->gpus = j->gpus;
     jobs_use(c, cj, 1);
-    if (j->status.phase == GQ_PHASE_ADMITTED && pc.present < j->replicas &&
-        !pc.failed && !pc.miss && !pc.disrupted)
+    if (rec != TD_NONE)
+      resume_teardown(c, cj, j, rec);
+    else if (j->status.phase == GQ_PHASE_ADMITTED &&
+             pc.present < j->replicas && !pc.failed && !pc.miss &&
+             !pc.disrupted)
       resume_creates(c, cj, j);
+    return;
+  }
+  if (rec != TD_NONE) { /* recorded, and its pods are gone: it ends now */
+    resume_teardown(c, cj, j, rec);
     return;
   }
   if (pc.other_hold) { /* an older generation still terminating */
@@ -913,6 +1026,8 @@ static void reconcile_active(struct ctl *c, struct cjob *cj,
 
   count_pods(c, cj, &pc);
   if (cj->state == CJ_TEARDOWN) {
+    if (!td_recorded(c, cj))
+      return; /* its status write (jobs_reconcile flushes it) comes first */
     if (holding(c, cj) == 0 && cj->creates_left == 0)
       teardown_done(c, cj, j);
     else

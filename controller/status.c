@@ -206,8 +206,11 @@ static json_t *status_patch(const struct cjob *cj, const struct gq_gpujob *j)
   /* an attempt is published once its pods exist: while its admission or
    * its pod creates are in flight, a controller restarted meanwhile must
    * admit that same attempt again (same pod names, so a create still in
-   * flight gets 409) rather than start a second pod generation */
-  attempts = cj->attempt - (cj->state == CJ_ADMITTING || cj->creates_left > 0);
+   * flight gets 409) rather than start a second pod generation; but the
+   * record of a teardown (jobs.c teardown()) names the attempt it ends */
+  attempts = cj->attempt -
+             ((cj->state == CJ_ADMITTING || cj->creates_left > 0) &&
+              !(cj->state == CJ_TEARDOWN && jobs_td_record(cj->td)));
   field(p, st, GQ_ST_ATTEMPTS, "attempts", json_integer(attempts),
         st->attempts == attempts);
   field(p, st, GQ_ST_FAILURES, "failedAttempts", json_integer(cj->failures),

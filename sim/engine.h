@@ -34,12 +34,16 @@
 #define GQ_ANN_INTERVAL "sim.gpuq.dev/checkpoint-interval-seconds"
 #define GQ_ANN_FAIL_AFTER "sim.gpuq.dev/fail-after-seconds"
 #define GQ_ANN_EXIT "sim.gpuq.dev/exit-code"
+/* on a pod or a Node: seconds from the kubelet's admission of a bound pod
+ * to its start (a slow image pull; on a node: its kubelet is slow) */
+#define GQ_ANN_START_DELAY "sim.gpuq.dev/start-delay-seconds"
 
 
 enum gq_tev_type {
   GQ_TEV_POD_DONE,   /* run time reached: Succeeded */
   GQ_TEV_POD_FAIL,   /* fail-after reached: Failed */
   GQ_TEV_POD_EXIT,   /* after SIGTERM: checkpoint written, or killed */
+  GQ_TEV_POD_START,  /* a delayed start is due (GQ_ANN_START_DELAY) */
   GQ_TEV_DRAIN,      /* retry evictions of a draining node */
   GQ_TEV_SUBMIT,     /* replay: create the next trace jobs */
   GQ_TEV_TIMELINE,   /* a scripted node event */
@@ -102,6 +106,7 @@ struct gq_sim_engine {
   json_t *seen_miss;    /* pod uids already counted as placement misses */
   json_t *team_used;    /* team -> GPUs its pods hold (checker) */
   json_t *attempts;     /* job uid -> {attempt: live pods} (checker) */
+  json_t *starting;     /* pod uid -> virtual ms its delayed start is due */
   struct gq_sim_pod *pods;
   struct gq_sim_node *nodes;
   struct gq_sim_report *report;

@@ -263,6 +263,7 @@ void gq_sim_engine_observe(struct gq_sim *s, const struct gq_sim_event *ev)
     snprintf(key, sizeof(key), "%s/%s", meta_str(ev->obj, "namespace"),
              meta_str(ev->obj, "name"));
     if (ev->type == GQ_EV_DELETED) {
+      json_object_del(e->starting, meta_str(ev->obj, "uid"));
       drop_pod(e, meta_str(ev->obj, "uid"));
       json_object_del(e->unsched, key);
       retry_unschedulable(e);
@@ -585,8 +586,44 @@ static void start_pod(struct gq_sim_engine *e, const json_t *pod,
                    r->uid, 0);
 }
 
+/* Whether an admitted pod may start now. A start delay (the pod's
+ * GQ_ANN_START_DELAY, else its node's, read when the kubelet first admits
+ * the pod) keeps it Pending in ContainerCreating until it is due; a pod
+ * deleted meanwhile goes at once (reconcile). */
+static int start_due(struct gq_sim_engine *e, const json_t *pod,
+                     const char *key, const struct gq_sim_node *n)
+{
+  const char *uid = meta_str(pod, "uid");
+  const json_t *due = json_object_get(e->starting, uid);
+  int64_t now = gq_clock_now_ms(), delay;
+  json_t *st, *conds, *next;
+
+  if (due) {
+    if (json_integer_value(due) > now)
+      return 0;
+    json_object_del(e->starting, uid);
+    return 1;
+  }
+  delay = ann_int(pod, GQ_ANN_START_DELAY);
+  if (delay < 0)
+    delay = ann_int(n->node.json, GQ_ANN_START_DELAY);
+  if (delay <= 0)
+    return 1;
+  json_object_set_new(e->starting, uid, json_integer(now + delay * 1000));
+  gq_sim_tev_add(e, now + delay * 1000, GQ_TEV_POD_START, key, uid, 0);
+  next = edit_status(pod, &st, &conds);
+  json_object_set_new(st, "containerStatuses",
+                      container_statuses(pod, json_pack("{s:{s:s}}",
+                                                        "waiting", "reason",
+                                                        "ContainerCreating"),
+                                         0));
+  gq_sim_put(e->s, pods_kind(e->s), next);
+  return 0;
+}
+
 /* Admits a bound pod: OutOf<resource> if its node cannot hold it, else it
- * starts. A pod on a missing or NotReady node waits. */
+ * starts (after its start delay, if it has one). A pod on a missing or
+ * NotReady node waits. */
 static void admit(struct gq_sim_engine *e, const json_t *pod, const char *key)
 {
   struct gq_pod p;
@@ -604,7 +641,7 @@ static void admit(struct gq_sim_engine *e, const json_t *pod, const char *key)
     gq_node_usage_add(&n->used, &p.sched, +1);
     if (res)
       reject(e, pod, res, why);
-    else
+    else if (start_due(e, pod, key, n))
       start_pod(e, pod, key, &p);
   }
   gq_pod_release(&p);
@@ -776,6 +813,9 @@ static void run_tev(struct gq_sim_engine *e, const struct gq_tev *t)
   case GQ_TEV_POD_EXIT:
     pod_exit(e, t);
     break;
+  case GQ_TEV_POD_START:
+    mark_dirty(e, t->key);
+    break;
   case GQ_TEV_DRAIN:
     gq_sim_drain_retry(e->s, t->key);
     break;
@@ -812,6 +852,7 @@ int gq_sim_engine_start(struct gq_sim *s)
   e->seen_miss = json_object();
   e->team_used = json_object();
   e->attempts = json_object();
+  e->starting = json_object();
   uv_timer_init(s->loop, &e->timer);
   uv_timer_init(s->loop, &e->kick);
   e->timer.data = e->kick.data = e;
@@ -861,6 +902,7 @@ void gq_sim_engine_release(struct gq_sim *s)
   json_decref(e->seen_miss);
   json_decref(e->team_used);
   json_decref(e->attempts);
+  json_decref(e->starting);
   free(e);
   s->engine = NULL;
 }

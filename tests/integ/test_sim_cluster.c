@@ -1,9 +1,9 @@
 /* gpuq-sim part 2: the simulated scheduler, kubelets and node events on a
  * cluster file, and the invariant checker (issue 4's "done when"): kubelet
  * admission, graceful deletion with and without a finished checkpoint,
- * resume from a checkpoint, drains against a PDB, device-plugin loss, a
- * cordoned node skipped by the scheduler, and a deliberate placement miss
- * counted. The sim runs at 20x so virtual minutes pass in seconds; every
+ * resume from a checkpoint, start delays (a slow pod, a stuck kubelet),
+ * drains against a PDB, device-plugin loss, a cordoned node skipped by the
+ * scheduler, and a deliberate placement miss counted. The sim runs at 20x so virtual minutes pass in seconds; every
  * wait is for a condition, with a deadline. */
 #include <setjmp.h>
 #include <signal.h>
@@ -136,6 +136,86 @@ static void test_run_to_completion(void **state)
              "\"tolerations\":[{\"operator\":\"Exists\"}]");
   assert_true(wait_pod("short", "phase", "Running"));
   assert_true(wait_pod("short", "phase", "Succeeded"));
+}
+
+/* Waits (up to 30 s real) until pod name is Pending with its first
+ * container waiting for reason; 1 then, 0 at the deadline. */
+static int waiting_for(const char *name, const char *reason)
+{
+  for (int t = 0; t < 30000; t += 20) {
+    json_t *p = get_pod(name);
+    const char *r = json_string_value(json_object_get(
+        json_object_get(
+            json_object_get(
+                json_array_get(json_object_get(json_object_get(p, "status"),
+                                               "containerStatuses"),
+                               0),
+                "state"),
+            "waiting"),
+        "reason"));
+    const char *ph = phase(p);
+    int ok = r && !strcmp(r, reason) && ph && !strcmp(ph, "Pending");
+
+    json_decref(p);
+    if (ok)
+      return 1;
+    gq_test_sleep_ms(20);
+  }
+  return 0;
+}
+
+static void node_annotate(const char *node, const char *value_json)
+{
+  char url[512], body[256], *resp = NULL;
+
+  snprintf(url, sizeof(url), "%s/api/v1/nodes/%s", sim.url, node);
+  snprintf(body, sizeof(body), "{\"metadata\":{\"annotations\":{"
+           "\"sim.gpuq.dev/start-delay-seconds\":%s}}}", value_json);
+  assert_int_equal(gq_test_http("PATCH", url, body,
+                                "application/merge-patch+json", NULL, &resp),
+                   200);
+  free(resp);
+}
+
+/* sim.gpuq.dev/start-delay-seconds: a bound pod stays Pending in
+ * ContainerCreating for that long (its own annotation, else its node's),
+ * then runs; one deleted while it waits goes at once. */
+static void test_start_delay(void **state)
+{
+  json_t *p;
+  int64_t created, started;
+
+  (void)state;
+  create_pod("delayed", "gpu-h100-03", 1,
+             "\"sim.gpuq.dev/run-seconds\":\"3600\","
+             "\"sim.gpuq.dev/start-delay-seconds\":\"60\"", NULL);
+  assert_true(waiting_for("delayed", "ContainerCreating"));
+  assert_true(wait_pod("delayed", "phase", "Running"));
+  p = get_pod("delayed");
+  assert_int_equal(gq_time_parse(json_string_value(json_object_get(
+                                     json_object_get(p, "metadata"),
+                                     "creationTimestamp")),
+                                 &created),
+                   0);
+  assert_int_equal(gq_time_parse(json_string_value(json_object_get(
+                                     json_object_get(p, "status"),
+                                     "startTime")),
+                                 &started),
+                   0);
+  json_decref(p);
+  assert_true(started - created >= 59000); /* whole seconds */
+  /* the node's kubelet is stuck: its pods wait, and go at once when
+   * deleted; once the annotation is gone, new pods start again */
+  node_annotate("gpu-h100-03", "\"100000\"");
+  create_pod("stuck", "gpu-h100-03", 1, "", NULL);
+  assert_true(waiting_for("stuck", "ContainerCreating"));
+  json_decref(call("DELETE", "/api/v1/namespaces/default/pods/stuck", NULL,
+                   200));
+  assert_true(wait_pod("stuck", NULL, NULL));
+  node_annotate("gpu-h100-03", "null");
+  create_pod("unstuck", "gpu-h100-03", 1,
+             "\"sim.gpuq.dev/run-seconds\":\"3600\"", NULL);
+  assert_true(wait_pod("unstuck", "phase", "Running"));
 }
 
 /* Watches one pod with kubectl get -w -o json into a file, so the last
@@ -446,6 +526,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kubelet_admission),
       cmocka_unit_test(test_run_to_completion),
+      cmocka_unit_test(test_start_delay),
       cmocka_unit_test(test_sigterm_with_checkpoint),
       cmocka_unit_test(test_sigterm_killed_without_checkpoint),
       cmocka_unit_test(test_resume_from_checkpoint),
