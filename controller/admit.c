@@ -566,6 +566,22 @@ static void victim_why(struct cjob *v, struct cjob *by, int same, char *buf,
 /* Looks for victims whose GPUs let cj (the blocked head of team ti) run
  * (gq_preempt_select over the running jobs of the cohort), preempts them
  * and reserves their GPUs for cj. Returns 1 if it did. */
+/* 1 if team quota q lets cj preempt within its team (withinTeam
+ * LowerPriority) and an admitted job of its team has a lower priority. */
+static int within_victim(struct ctl *c, const struct gq_teamquota *q,
+                         const struct cjob *cj)
+{
+  struct cjob *x;
+
+  if (q->within_team != GQ_WITHIN_LOWER_PRIORITY)
+    return 0;
+  DL_FOREACH2(c->active, x, act_next)
+    if (x->state == CJ_ACTIVE && x->priority < cj->priority &&
+        !strcmp(x->team, cj->team))
+      return 1;
+  return 0;
+}
+
 static int try_preempt(struct pass *p, struct cohort_pass *cp, size_t ti,
                        struct cjob *cj, const struct gq_gpujob *j)
 {
@@ -584,6 +600,11 @@ static int try_preempt(struct pass *p, struct cohort_pass *cp, size_t ti,
   if (p->preempts >= PREEMPT_MAX || (cj->preempt_ms &&
       gq_clock_mono_ms() - cj->preempt_ms < PREEMPT_RETRY_MS))
     return 0;
+  ask = (struct gq_preempt_ask){p->s, j, cj->priority, cp->tq, cp->n, ti,
+                                cp->use, cp->n_use};
+  if (!gq_preempt_may_reclaim(&ask) && !within_victim(c, cp->tq[ti], cj))
+    return 0; /* no candidate could be a victim: no search (each costs
+                 milliseconds at 2,000 nodes, and blocked heads retry) */
   p->preempts++;
   cj->preempt_ms = gq_clock_mono_ms();
   /* the candidates are the admitted jobs that hold pods: found from the
@@ -633,8 +654,6 @@ static int try_preempt(struct pass *p, struct cohort_pass *cp, size_t ti,
   }
   victims = gq_xcalloc(n + 1, sizeof(*victims));
   out = gq_xcalloc((size_t)j->replicas, sizeof(*out));
-  ask = (struct gq_preempt_ask){p->s, j, cj->priority, cp->tq, cp->n, ti,
-                                cp->use, cp->n_use};
   rc = gq_preempt_select(&ask, cand, n, victims, &a, out);
   if (rc > 0) {
     cj->resv_nodes = gq_xcalloc((size_t)j->replicas + 1,
@@ -850,7 +869,7 @@ static void decide_cohort(struct pass *p, struct ccohort *k,
        * and the rest of the pass, which the next pass does (it does not
        * stop early: every blocked head gets its turn). Costs a placement
        * or two again; saves the refills the milliseconds of the rest. */
-      p->yielded = 1;
+      p->yielded = c->pass_yielded = 1;
       free(out);
       ctl_schedule_pass(c);
       break;

@@ -749,7 +749,7 @@ void ctl_schedule_pass(struct ctl *c)
   if (c->pass_scheduled || c->stopping)
     return;
   c->pass_scheduled = 1;
-  c->pass_waiting = c->admits_inflight > 0;
+  c->pass_waiting = c->admits_inflight > 0 && c->pass_yielded;
   uv_timer_start(&c->pass_timer, run_pass,
                  c->pass_waiting ? CTL_PASS_WAIT_MS : 0, 0);
 }

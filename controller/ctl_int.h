@@ -276,9 +276,10 @@ struct ctl {
 /* ctl.c */
 /* metadata.<k> of an object as a string, "" when absent (borrowed). */
 const char *ctl_meta_str(const json_t *o, const char *k);
-/* Schedules an admission pass on the next loop turn; while admit scripts
- * are unanswered, once they are (at most CTL_PASS_WAIT_MS later), so that
- * their pods are created before a new pass holds the loop. */
+/* Schedules an admission pass on the next loop turn; after a pass that
+ * stopped early for its admissions (admit.c), once their admit scripts
+ * are answered (at most CTL_PASS_WAIT_MS later), so that their pods are
+ * created before a new pass holds the loop. */
 void ctl_schedule_pass(struct ctl *c);
 /* An admit script was answered (admit.c): a pass waiting for the last one
  * runs now. */

@@ -49,6 +49,22 @@ static struct gq_ledger_use *use_of(struct gq_ledger_use *use, size_t n,
   return NULL;
 }
 
+int gq_preempt_may_reclaim(const struct gq_preempt_ask *ask)
+{
+  const struct gq_teamquota *q = ask->teams[ask->team];
+
+  if (q->reclaim == GQ_RECLAIM_NEVER)
+    return 0;
+  for (size_t i = 0; i < ask->n_use; i++) {
+    const struct gq_ledger_use *u = &ask->use[i];
+
+    if (u->team != ask->team && u->team < ask->n_teams &&
+        u->gpus > nominal_of(ask->teams[u->team], u->flavor))
+      return 1;
+  }
+  return 0;
+}
+
 struct trial {
   const struct gq_preempt_ask *ask;
   struct gq_ledger_use *use;

@@ -56,6 +56,14 @@ struct gq_preempt_ask {
   size_t n_use;
 };
 
+/* 1 if the preemptor's team may reclaim from another team of the cohort
+ * right now: its reclaimFromCohort is not Never and some other team uses
+ * more than its nominal quota of some flavor key (ask->use against
+ * ask->teams). A necessary condition for a cross-team victim of
+ * gq_preempt_select(), cheap enough to test before collecting candidates
+ * (O(n_use x quota lines)). */
+int gq_preempt_may_reclaim(const struct gq_preempt_ask *ask);
+
 /* Chooses victims among cand[0..n-1] so that the preemptor fits (DESIGN §4,
  * Kueue's preemption of pkg/scheduler/preemption). A candidate may be a
  * victim when it is preemptible and:

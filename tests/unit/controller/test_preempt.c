@@ -185,6 +185,11 @@ static void check_row(const struct row *r)
   assert_int_equal(gq_snapshot_available(&s, 1, "nvidia.com/gpu"), free1);
   if (rc != r->want)
     fail_msg("%s: %d victims, want %d", r->name, rc, r->want);
+  /* the cheap pre-check never rules out a victim the search takes */
+  for (int v = 0; v < rc; v++)
+    if (cand[victims[v]].team != 0 && !gq_preempt_may_reclaim(&ask))
+      fail_msg("%s: a victim of team b, but gq_preempt_may_reclaim says no",
+               r->name);
   for (int v = 0; v < rc; v++)
     if ((int)map[victims[v]] != r->want_v[v])
       fail_msg("%s: victim %d is run %zu, want %d", r->name, v,
@@ -222,6 +227,38 @@ static void test_select(void **state)
     check_row(&rows[i]);
 }
 
+/* gq_preempt_may_reclaim: another team above its nominal of a flavor
+ * key, and a reclaimFromCohort other than Never. */
+static void test_may_reclaim(void **state)
+{
+  static const struct {
+    const char *qa;
+    int64_t use_b;
+    int want;
+  } cases[] = {
+      {COHORT(8), 12, 1},
+      {COHORT(8), 8, 0}, /* b at its nominal keeps what it has */
+      {COHORT(8), 0, 0},
+      {"'cohort':'c','preemption':{'reclaimFromCohort':'Never'},"
+       "'resources':[{'flavor':'*','nominal':8}]", 12, 0},
+  };
+
+  (void)state;
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    struct gq_teamquota qa, qb;
+    const struct gq_teamquota *teams[2] = {&qa, &qb};
+    struct gq_ledger_use use[2] = {{0, "*", 20}, {1, "*", cases[i].use_b}};
+    struct gq_preempt_ask ask = {NULL, NULL, 0, teams, 2, 0, use, 2};
+
+    team(&qa, "a", cases[i].qa);
+    team(&qb, "b", COHORT(8));
+    if (gq_preempt_may_reclaim(&ask) != cases[i].want)
+      fail_msg("case %zu: want %d", i, cases[i].want);
+    gq_teamquota_release(&qa);
+    gq_teamquota_release(&qb);
+  }
+}
+
 static void test_at_risk(void **state)
 {
   static const struct {
@@ -247,6 +284,7 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_select),
+      cmocka_unit_test(test_may_reclaim),
       cmocka_unit_test(test_at_risk),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
