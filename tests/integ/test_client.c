@@ -395,8 +395,10 @@ static void informer_resume_and_relist(const char *p, int typed_only)
   {
     int want = added + 1, got = 0;
 
+    /* the add may come on the closing watch before the informer sees it
+     * close: wait for both, the add and the resumed watch */
     for (int t = 0; t < 1500 && !got; t++) {
-      got = s.adds >= want;
+      got = s.adds >= want && gq_informer_watches(inf) >= 2;
       if (!got)
         run_until(&got, 20);
     }
