@@ -23,13 +23,7 @@
  * placed again (capacity only shrinks within a pass).
  *
  * Acting: each admission is one admit script in Redis, conditional on the
- * cohort's ledger version; its pods are created when Redis says ok. The
- * loop answers Redis only between passes, so a pass that has admitted
- * jobs stops at the first head that finds no capacity (the expensive
- * part: preemption search, forecast, reservation), and the next pass,
- * which does not stop early, waits until the admits are answered
- * (ctl_schedule_pass): freed capacity reaches a pod create within
- * milliseconds, not after the rest of a pass (issue 7's target C).
+ * cohort's ledger version; its pods are created when Redis says ok.
  *
  * --policy fifo replaces the decision with the plain baseline that
  * bench/replay compares gpuq with (decide_cohort_fifo).
@@ -91,8 +85,6 @@ struct pass {
   size_t n_failed, cap_failed;
   int64_t now_ms;
   int blocked_capacity; /* some job waits for capacity */
-  int may_yield; /* the previous pass did not stop early */
-  int yielded;   /* this one did */
 };
 
 static void add_rel(struct pass *p, const char *node,
@@ -342,8 +334,7 @@ static void rollback(struct ctl *c, struct cjob *cj)
   jobs_reconcile(c, cj);
 }
 
-static void admitted_do(int rc, const char *state, long long value,
-                        void *arg)
+static void admitted(int rc, const char *state, long long value, void *arg)
 {
   struct admit_ctx *x = arg;
   struct ctl *c = x->c;
@@ -401,16 +392,6 @@ static void admitted_do(int rc, const char *state, long long value,
   free(x);
 }
 
-/* The admit script's answer: the job is admitted and its pods are created,
- * or it is rolled back; then a pass that waited for it may run. */
-static void admitted(int rc, const char *state, long long value, void *arg)
-{
-  struct ctl *c = ((struct admit_ctx *)arg)->c;
-
-  admitted_do(rc, state, value, arg);
-  ctl_admit_answered(c);
-}
-
 /* Records the decision to admit cj on nodes out[] under assignment a, and
  * sends the admit script. */
 static void decide_admit(struct pass *p, struct ccohort *k, struct cjob *cj,
@@ -463,7 +444,6 @@ static void decide_admit(struct pass *p, struct ccohort *k, struct cjob *cj,
    * with (the script does not read the job hash) */
   qj = (struct gq_qjob){cj->uid, cj->team, cj->ns, cj->name, k->redis_cohort,
                         cj->qprio, cj->queued_ms};
-  c->admits_inflight++;
   rc = gq_queue_admit(&c->q, &qj, (long)cj->attempt, cj->flavor, cj->gpus,
                       k->ver++, admitted, x);
   if (rc != 0)
@@ -861,19 +841,6 @@ static void decide_cohort(struct pass *p, struct ccohort *k,
       free(out);
       continue;
     }
-    if (rc == GQ_ECAPACITY && p->admits > 0 && p->may_yield &&
-        !cj->resv_nodes) {
-      /* Capacity ran out after admissions in this pass: stop here, so
-       * that their admit scripts are answered and their pods created
-       * before this head's preemption search, forecast and reservation
-       * and the rest of the pass, which the next pass does (it does not
-       * stop early: every blocked head gets its turn). Costs a placement
-       * or two again; saves the refills the milliseconds of the rest. */
-      p->yielded = c->pass_yielded = 1;
-      free(out);
-      ctl_schedule_pass(c);
-      break;
-    }
     if (cj->resv_nodes) /* admitted, or its victims are gone */
       admit_unreserve(c, cj);
     if (rc != 0 && !blocked[ti] &&
@@ -1058,14 +1025,13 @@ void admit_pass(struct ctl *c)
   p.c = c;
   p.now_ms = gq_clock_now_ms();
   p.resv_min = -1;
-  p.may_yield = !c->pass_yielded;
   if (!c->snap_valid)
     snapshot_rebuild(c);
   p.s = &c->snap;
   preemptor_resv(&p);
   gq_metric_add(c->m_passes, NULL, 1);
   HASH_ITER(hh, c->cohorts, k, tk) {
-    if (!k->rebuilt || k->rebuilding || p.yielded)
+    if (!k->rebuilt || k->rebuilding)
       continue;
     memset(&cp, 0, sizeof(cp));
     HASH_ITER(hh, c->teams, t, tt) {
@@ -1094,11 +1060,9 @@ void admit_pass(struct ctl *c)
       free((char *)cp.use[i].flavor);
     free(cp.use);
   }
-  c->pass_yielded = p.yielded;
   /* the first positions of each team, at most once a second: each
-   * admission shifts them all, and writes must not pile up behind it;
-   * not in a pass that stopped early for its admissions' pods */
-  if (!p.yielded && gq_clock_mono_ms() - c->pos_ms >= 1000) {
+   * admission shifts them all, and writes must not pile up behind it */
+  if (gq_clock_mono_ms() - c->pos_ms >= 1000) {
     c->pos_ms = gq_clock_mono_ms();
     HASH_ITER(hh, c->teams, t, tt)
       status_positions(c, t, GQ_CTL_POSITIONS_NOW);

@@ -22,11 +22,6 @@
 #define TRIM_MS 10000            /* heap trims at most this often (real) */
 #define TRIM_MIN (16u << 20)     /* and only with this many bytes free */
 #define TICK_MS 500              /* deadline checks (real ms) */
-/* A pass scheduled while admit scripts are in flight waits for their
- * answers (their pods' creates go out first), at most this long (real
- * ms): Redis answers in well under a millisecond on a healthy link, and
- * a lost answer ends in the client's command timeout anyway. */
-#define CTL_PASS_WAIT_MS 20
 #define TICK_MIN_MS 20           /* and at a deadline, at most this often:
                                     each check walks every admitted job */
 
@@ -749,20 +744,7 @@ void ctl_schedule_pass(struct ctl *c)
   if (c->pass_scheduled || c->stopping)
     return;
   c->pass_scheduled = 1;
-  c->pass_waiting = c->admits_inflight > 0 && c->pass_yielded;
-  uv_timer_start(&c->pass_timer, run_pass,
-                 c->pass_waiting ? CTL_PASS_WAIT_MS : 0, 0);
-}
-
-void ctl_admit_answered(struct ctl *c)
-{
-  if (c->admits_inflight)
-    c->admits_inflight--;
-  if (!c->admits_inflight && c->pass_scheduled && c->pass_waiting &&
-      !c->stopping) {
-    c->pass_waiting = 0;
-    uv_timer_start(&c->pass_timer, run_pass, 0, 0);
-  }
+  uv_timer_start(&c->pass_timer, run_pass, 0, 0);
 }
 
 /* Gives the free heap back to the OS. glibc keeps freed memory in its

@@ -236,9 +236,6 @@ struct ctl {
   int leading, stopping, redis_ready, synced;
   int backend_down_shown; /* queued jobs show QueueBackendUnavailable */
   int pass_scheduled;
-  int pass_waiting;   /* the scheduled pass waits for admits_inflight */
-  int pass_yielded;   /* the last pass stopped early (admit.c) */
-  unsigned admits_inflight; /* admit scripts sent, not yet answered */
   int64_t stop_ms;          /* real ms when the graceful stop began */
   int64_t last_arrival_ms;   /* last GpuJob arrival stamp (job_for) */
   unsigned inflight;         /* API and Redis writes in flight */
@@ -276,14 +273,7 @@ struct ctl {
 /* ctl.c */
 /* metadata.<k> of an object as a string, "" when absent (borrowed). */
 const char *ctl_meta_str(const json_t *o, const char *k);
-/* Schedules an admission pass on the next loop turn; after a pass that
- * stopped early for its admissions (admit.c), once their admit scripts
- * are answered (at most CTL_PASS_WAIT_MS later), so that their pods are
- * created before a new pass holds the loop. */
 void ctl_schedule_pass(struct ctl *c);
-/* An admit script was answered (admit.c): a pass waiting for the last one
- * runs now. */
-void ctl_admit_answered(struct ctl *c);
 struct cjob *ctl_job(struct ctl *c, const char *uid);
 /* Sets cj->state to CJ_ACTIVE and puts cj on c->active if it is not
  * there, so that the deadline tick walks the admitted jobs, not every job
