@@ -49,6 +49,14 @@ static struct gq_ledger_use *use_of(struct gq_ledger_use *use, size_t n,
   return NULL;
 }
 
+/* 1 if use u (may be NULL) is above its team's nominal quota of its
+ * flavor key: borrowed GPUs, or the excess after a quota was lowered. */
+static int over_nominal(const struct gq_preempt_ask *ask,
+                        const struct gq_ledger_use *u)
+{
+  return u && u->gpus > nominal_of(ask->teams[u->team], u->flavor);
+}
+
 int gq_preempt_may_reclaim(const struct gq_preempt_ask *ask)
 {
   const struct gq_teamquota *q = ask->teams[ask->team];
@@ -59,7 +67,7 @@ int gq_preempt_may_reclaim(const struct gq_preempt_ask *ask)
     const struct gq_ledger_use *u = &ask->use[i];
 
     if (u->team != ask->team && u->team < ask->n_teams &&
-        u->gpus > nominal_of(ask->teams[u->team], u->flavor))
+        over_nominal(ask, u))
       return 1;
   }
   return 0;
@@ -245,9 +253,7 @@ int gq_preempt_select(const struct gq_preempt_ask *ask,
     const struct gq_preempt_cand *c = &cand[order[o].i];
 
     if (c->team != ask->team) { /* only while its team is above nominal */
-      struct gq_ledger_use *u = use_of(use, ask->n_use, c->team, c->key);
-
-      if (!u || u->gpus <= nominal_of(ask->teams[c->team], c->key))
+      if (!over_nominal(ask, use_of(use, ask->n_use, c->team, c->key)))
         continue;
     }
     apply(&t, order[o].i, -1);
