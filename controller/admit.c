@@ -547,17 +547,20 @@ static void victim_why(struct cjob *v, struct cjob *by, int same, char *buf,
  * (gq_preempt_select over the running jobs of the cohort), preempts them
  * and reserves their GPUs for cj. Returns 1 if it did. */
 /* 1 if team quota q lets cj preempt within its team (withinTeam
- * LowerPriority) and an admitted job of its team has a lower priority. */
+ * LowerPriority) and an admitted job of its team has a lower priority:
+ * from the team's count of admitted jobs per priority (jobs_use), not a
+ * walk over the admitted jobs (this runs for every blocked head in every
+ * pass). */
 static int within_victim(struct ctl *c, const struct gq_teamquota *q,
                          const struct cjob *cj)
 {
-  struct cjob *x;
+  const struct cteam *t;
 
   if (q->within_team != GQ_WITHIN_LOWER_PRIORITY)
     return 0;
-  DL_FOREACH2(c->active, x, act_next)
-    if (x->state == CJ_ACTIVE && x->priority < cj->priority &&
-        !strcmp(x->team, cj->team))
+  t = ctl_team(c, cj->team);
+  for (size_t i = 0; i < t->n_adm_prio; i++)
+    if (t->adm_prio[i].prio < cj->priority)
       return 1;
   return 0;
 }

@@ -1151,6 +1151,7 @@ static void free_all(struct ctl *c)
     HASH_DEL(c->teams, t);
     free(t->q);
     free(t->use);
+    free(t->adm_prio);
     json_decref(t->qs_sent);
     free(t->name);
     free(t);

@@ -73,6 +73,8 @@ struct cjob {
   int64_t expected_s; /* expectedDurationSeconds or -1 */
   int64_t deadline_s, startup_s; /* activeDeadlineSeconds and
                                     startupTimeoutSeconds, or -1 (none) */
+  int drain_wait;     /* spec.drainPolicy is Wait (the tick then needs the
+                         spec; for every other job it uses these values) */
   uint32_t shape;     /* hash of what placement looks at */
   int64_t queued_ms, admitted_ms, start_ms, completion_ms, first_start_ms;
   int64_t attempt;   /* the current (or last) pod generation */
@@ -81,6 +83,7 @@ struct cjob {
   int64_t eta_ms;    /* -1 unknown */
   int64_t position;  /* 1-based in its team, 0 when not queued */
   int has_adm;       /* counted in its team's use */
+  int32_t adm_prio;  /* the priority it is counted at in t->adm_prio */
   const char *flavor; /* ledger key of the admission (interned) */
   char **nodes;      /* replicas entries while admitted (owned) */
   int creates_left;  /* pod creates in flight */
@@ -127,6 +130,12 @@ struct cuse {
   int64_t gpus;
 };
 
+/* A count of a team's admitted jobs at one priority. */
+struct cprio {
+  int32_t prio;
+  int64_t n;
+};
+
 /* One team: its queue (sorted) and its admitted use, by team name. A team
  * exists as soon as a job names it, TeamQuota or not. */
 struct cteam {
@@ -138,10 +147,15 @@ struct cteam {
   size_t n_use;
   int64_t pending_gpus;
   int64_t admitted_jobs; /* jobs holding an admission */
+  /* how many of them hold it at each priority (distinct values, any
+   * order): lets admit.c tell in O(priorities) whether a lower-priority
+   * job of the team could be a victim (jobs_use keeps it) */
+  struct cprio *adm_prio;
+  size_t n_adm_prio;
   int qs_inflight;       /* a TeamQuota status patch is in flight */
   json_t *qs_sent;       /* the status last sent (until the informer shows
                             it, the same is not sent again); owned */
-  int64_t qs_ms;         /* real ms it was sent */
+  int64_t qs_ms;         /* real ms it was last sent or found unchanged */
   UT_hash_handle hh;
 };
 

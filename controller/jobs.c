@@ -142,6 +142,25 @@ static void redis_remove(struct ctl *c, struct cjob *cj)
     ctl_write_end(c);
 }
 
+/* Counts one admitted job more (sign 1) or less (-1) at priority prio in
+ * t->adm_prio; an entry that reaches 0 is dropped. */
+static void prio_count(struct cteam *t, int32_t prio, int sign)
+{
+  size_t i;
+
+  for (i = 0; i < t->n_adm_prio && t->adm_prio[i].prio != prio; i++)
+    ;
+  if (i == t->n_adm_prio) {
+    if (sign < 0)
+      return;
+    t->adm_prio = gq_xrealloc(t->adm_prio,
+                              (t->n_adm_prio + 1) * sizeof(*t->adm_prio));
+    t->adm_prio[t->n_adm_prio++] = (struct cprio){prio, 0};
+  }
+  if ((t->adm_prio[i].n += sign) <= 0)
+    t->adm_prio[i] = t->adm_prio[--t->n_adm_prio];
+}
+
 /* Adds (sign 1) or removes (-1) cj's admission from its team's use. */
 void jobs_use(struct ctl *c, struct cjob *cj, int sign)
 {
@@ -151,6 +170,9 @@ void jobs_use(struct ctl *c, struct cjob *cj, int sign)
   if ((sign > 0) == (cj->has_adm != 0))
     return;
   cj->has_adm = sign > 0;
+  if (sign > 0)
+    cj->adm_prio = cj->priority;
+  prio_count(t, cj->adm_prio, sign);
   for (i = 0; i < t->n_use && strcmp(t->use[i].key, cj->flavor); i++)
     ;
   if (i == t->n_use) {
@@ -968,6 +990,7 @@ static void refresh(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
   cj->expected_s = j->expected_duration_s;
   cj->deadline_s = j->active_deadline_s;
   cj->startup_s = j->startup_timeout_s;
+  cj->drain_wait = j->drain == GQ_DRAIN_WAIT;
   cj->priority = j->priority;
   if (j->priority_class) {
     const json_t *pc = gq_informer_get(c->inf_pcs, j->priority_class);
@@ -976,6 +999,13 @@ static void refresh(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
     if (pc)
       cj->priority = v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN
                                                                : (int32_t)v;
+  }
+  if (cj->has_adm && cj->adm_prio != cj->priority) {
+    /* counted at the priority it now has (jobs_use's count per priority) */
+    struct cteam *t = ctl_team(c, cj->team);
+
+    prio_count(t, cj->adm_prio, -1);
+    prio_count(t, cj->adm_prio = cj->priority, +1);
   }
   q = ctl_quota(c, cj->team);
   if (q && cj->state != CJ_QUEUED && !cj->has_adm)
@@ -1233,10 +1263,12 @@ void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms)
     }
     if (cj->gone)
       continue;
-    /* drainPolicy Wait's maximum wait needs the spec; the limits come
-     * from the cached spec values */
-    if (!(j = ctl_job_spec(c, cj)) || disrupt_wait_tick(c, cj, j, now_ms,
-                                                        next_ms))
+    /* drainPolicy Wait's maximum wait needs the spec (a lookup, so only
+     * for those jobs); the limits come from the cached spec values */
+    if (!cj->drain_wait)
+      cj->cordon_ms = 0;
+    else if (!(j = ctl_job_spec(c, cj)) ||
+             disrupt_wait_tick(c, cj, j, now_ms, next_ms))
       continue;
     if (cj->deadline_s >= 0 && cj->first_start_ms) {
       at = cj->first_start_ms + cj->deadline_s * 1000;

@@ -256,6 +256,48 @@ static int place_one_domain(struct gq_snapshot *c, const size_t *elig,
   return best != NULL;
 }
 
+/* Writes to elig the indexes of the nodes that hold one replica r of j
+ * now (node checks and fit, in node order); returns how many. With rs,
+ * every other node's first failing check is counted there, as
+ * kube-scheduler's filters report it. Without rs, a node with fewer free
+ * GPUs of j's resource than a replica asks is passed over first: its fit
+ * check would fail (api/match.c fit_extended), and in a busy cluster that
+ * is most nodes, so the costlier checks and their messages (about 1 us a
+ * node) are left out of the common case. */
+static size_t eligible(struct gq_snapshot *c, const struct gq_gpujob *j,
+                       const char *flavor, const struct gq_podsched *r,
+                       size_t *elig, struct reasons *rs)
+{
+  size_t m = 0;
+  char msg[192];
+
+  for (size_t i = 0; i < c->n; i++) {
+    const char *res;
+
+    if (!rs && j->gpus_per_replica > 0 && strchr(j->gpu_resource, '/') &&
+        gq_snapshot_available(c, i, j->gpu_resource) < j->gpus_per_replica)
+      continue;
+    if (gq_place_node_check(c->nodes[i].node, j, flavor, r, msg,
+                            rs ? sizeof(msg) : 0)) {
+      if (rs)
+        reason_add(rs, msg);
+      continue;
+    }
+    res = gq_fit_check(c->nodes[i].node, &c->nodes[i].used, r, NULL, 0);
+    if (res) {
+      if (rs && strcmp(res, "pods") == 0)
+        reason_add(rs, "Too many pods");
+      else if (rs) {
+        snprintf(msg, sizeof(msg), "Insufficient %s", res);
+        reason_add(rs, msg);
+      }
+      continue;
+    }
+    elig[m++] = i; /* holds at least one replica now */
+  }
+  return m;
+}
+
 int gq_place_job(struct gq_snapshot *c, const struct gq_gpujob *j,
                  const char *flavor, size_t *out, char *why, size_t whylen)
 {
@@ -265,29 +307,12 @@ int gq_place_job(struct gq_snapshot *c, const struct gq_gpujob *j,
   size_t m = 0;
   int32_t fit;
   int rc = 0;
-  char msg[192];
 
   gq_place_replica_request(j, &r);
-  for (size_t i = 0; i < c->n; i++) {
-    const char *res;
-
-    if (gq_place_node_check(c->nodes[i].node, j, flavor, &r, msg,
-                          sizeof(msg))) {
-      reason_add(&rs, msg);
-      continue;
-    }
-    res = gq_fit_check(c->nodes[i].node, &c->nodes[i].used, &r, NULL, 0);
-    if (res) {
-      if (strcmp(res, "pods") == 0)
-        snprintf(msg, sizeof(msg), "Too many pods");
-      else
-        snprintf(msg, sizeof(msg), "Insufficient %s", res);
-      reason_add(&rs, msg);
-      continue;
-    }
-    elig[m++] = i; /* holds at least one replica now */
-  }
+  m = eligible(c, j, flavor, &r, elig, NULL);
   if (m == 0) {
+    if (whylen) /* the scan again, for every node's reason */
+      eligible(c, j, flavor, &r, elig, &rs);
     reasons_format(&rs, c, j, why, whylen);
     rc = GQ_ECAPACITY;
   } else if (j->replicas > 1 && c->topology_key && c->topology_key[0] &&

@@ -816,6 +816,9 @@ static void quota_status(const json_t *obj, void *typed, void *arg)
   patch = diff(cur, want);
   if (json_object_size(patch) == 0 ||
       (team->qs_sent && json_equal(team->qs_sent, want))) {
+    /* unchanged: not computed again for quota_status_ms either (every
+     * pass came here, for every TeamQuota; the sweep catches up) */
+    team->qs_ms = gq_clock_mono_ms();
     json_decref(patch);
     json_decref(want);
     return;

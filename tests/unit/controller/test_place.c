@@ -212,6 +212,56 @@ static void test_eligibility_reasons(void **state)
   cluster_end(&cl);
 }
 
+/* Without a reason buffer, gq_place_job passes over nodes by their free
+ * GPU count before the other checks (place.c eligible): the choice is the
+ * one made with reasons, and a miss is still GQ_ECAPACITY. The tainted
+ * node has the most room, and only the tolerating job may use it. */
+static void test_choice_without_reasons(void **state)
+{
+  struct cluster cl = {.n = 5};
+  struct gq_gpujob plain, tolerant;
+  size_t a[2], b[2];
+  char why[512];
+
+  (void)state;
+  node(&cl.nodes[0], "full-1", 8, "", "");
+  node(&cl.nodes[1], "full-2", 8, "", "");
+  node(&cl.nodes[2], "part-6", 8, "", "");
+  node(&cl.nodes[3], "part-2", 8, "", "");
+  node(&cl.nodes[4], "tainted", 8, "",
+       "'taints':[{'key':'dedicated','value':'infer','effect':'NoSchedule'}]");
+  cluster_start(&cl, NULL);
+  use(&cl, "full-1", 8);
+  use(&cl, "full-2", 8);
+  use(&cl, "part-6", 2);
+  use(&cl, "part-2", 6);
+  job(&plain, 2, 2, "", "");
+  job(&tolerant, 1, 7, "",
+      "'tolerations':[{'key':'dedicated','operator':'Exists'}]");
+  assert_int_equal(gq_place_job(&cl.cap, &plain, NULL, a, why, sizeof(why)), 0);
+  assert_int_equal(gq_place_job(&cl.cap, &plain, NULL, b, NULL, 0), 0);
+  assert_string_equal(name_at(&cl, a[0]), "part-2"); /* the tightest fit */
+  assert_string_equal(name_at(&cl, a[1]), "part-6");
+  assert_memory_equal(a, b, sizeof(a));
+  assert_int_equal(gq_place_job(&cl.cap, &tolerant, NULL, b, NULL, 0), 0);
+  assert_string_equal(name_at(&cl, b[0]), "tainted");
+  gq_gpujob_release(&tolerant);
+
+  /* 7 GPUs without the toleration: no node, with or without reasons */
+  job(&tolerant, 1, 7, "", "");
+  assert_int_equal(gq_place_job(&cl.cap, &tolerant, NULL, b, NULL, 0),
+                   GQ_ECAPACITY);
+  assert_int_equal(gq_place_job(&cl.cap, &tolerant, NULL, b, why,
+                                sizeof(why)), GQ_ECAPACITY);
+  assert_string_equal(why, "0/5 nodes fit 1 replica of 7 nvidia.com/gpu: "
+                           "4 Insufficient nvidia.com/gpu, "
+                           "1 node(s) had untolerated taint "
+                           "{dedicated: infer}");
+  gq_gpujob_release(&tolerant);
+  gq_gpujob_release(&plain);
+  cluster_end(&cl);
+}
+
 static void test_allocatable_zero_and_cpu(void **state)
 {
   struct cluster cl = {.n = 2};
@@ -337,6 +387,7 @@ int main(void)
       cmocka_unit_test(test_gang_all_or_nothing),
       cmocka_unit_test(test_eligibility_reasons),
       cmocka_unit_test(test_allocatable_zero_and_cpu),
+      cmocka_unit_test(test_choice_without_reasons),
       cmocka_unit_test(test_topology),
       cmocka_unit_test(test_mig_fixture),
   };
