@@ -66,61 +66,64 @@ struct cjob {
   /* on c->active (a utlist list) since it last became CJ_ACTIVE; the
    * tick drops it once it is in another state (ctl_active) */
   struct cjob *act_prev, *act_next;
-  int gone;          /* the GpuJob object was deleted */
   int32_t priority;  /* effective (PriorityClass value when named) */
-  int64_t gpus;
   int32_t replicas;
+  int64_t gpus;
   int64_t expected_s; /* expectedDurationSeconds or -1 */
   int64_t deadline_s, startup_s; /* activeDeadlineSeconds and
                                     startupTimeoutSeconds, or -1 (none) */
-  int drain_wait;     /* spec.drainPolicy is Wait (the tick then needs the
-                         spec; for every other job it uses these values) */
   uint32_t shape;     /* hash of what placement looks at */
+  int32_t qprio;      /* priority it was queued with */
   int64_t queued_ms, admitted_ms, start_ms, completion_ms, first_start_ms;
   int64_t attempt;   /* the current (or last) pod generation */
   int64_t failures;
   int64_t preemptions;
   int64_t eta_ms;    /* -1 unknown */
   int64_t position;  /* 1-based in its team, 0 when not queued */
-  int has_adm;       /* counted in its team's use */
   int32_t adm_prio;  /* the priority it is counted at in t->adm_prio */
+  int creates_left;  /* pod creates in flight */
   const char *flavor; /* ledger key of the admission (interned) */
   char **nodes;      /* replicas entries while admitted (owned) */
-  int creates_left;  /* pod creates in flight */
   enum gq_job_phase phase; /* the phase gpuq shows */
-  int running;       /* every replica Running */
-  int adopted;       /* state read back from status and pods */
-  int32_t qprio;     /* priority it was queued with */
+  int victims_left;  /* a preemptor: victims still tearing down */
   char **pods;       /* keys of the pods labelled with its uid (owned) */
   size_t n_pods;
   int64_t td_sent_ms; /* when pod deletions were last sent (real ms) */
   int64_t pass_ms;   /* real ms of the pass that admitted it */
   const char *reason; /* static storage (status_set) */
   const char *message; /* a reference to a shared string (gq_intern) */
-  int status_inflight, status_again;
-  int sq;             /* in a status write lane: 1 urgent, 2 background */
-  struct cjob *snext; /* next in that lane */
+  struct cjob *snext; /* next in its status write lane (sq) */
   struct cteam *t;   /* its team's queue while CJ_QUEUED */
-  int dirty;         /* on the dirty list */
-  struct cjob *dnext;
+  struct cjob *dnext; /* next on the dirty list */
   /* checkpoints and disruptions (DESIGN §5, disrupt.c) */
   char *ckpt;           /* status.lastCheckpoint.location (owned), or NULL */
   int64_t ckpt_ms;      /* its time (virtual ms) */
   int64_t ckpt_attempt; /* the attempt that wrote it; 0 = read from status */
   int64_t td_ms;        /* virtual ms the current teardown began */
-  int preempted;        /* disrupted and not running again yet */
-  char cause[64];       /* why: DisruptionTarget reason, or gpuq's own */
+  const char *cause;    /* why: DisruptionTarget reason, or gpuq's own
+                           (gq_intern: one reference), or NULL */
   char *cause_msg;      /* the sentence saying so (owned) */
   int64_t cause_grace_s; /* grace period the disrupting pod got; -1 unknown */
   /* priority preemption and reclaim (DESIGN §4, admit.c) */
   char *preemptor;      /* a victim: the uid of the job it makes room for */
-  int victims_left;     /* a preemptor: victims still tearing down */
   char **resv_nodes;    /* a preemptor: the nodes reserved for its
                            replicas (owned, NULL-terminated), or NULL */
   int64_t preempt_ms;   /* real ms of its last victim search */
   int64_t cordon_ms;    /* drainPolicy Wait: virtual ms its node was first
                            seen cordoned, 0 = not cordoned */
-  int pdb;              /* its PodDisruptionBudget was created */
+  /* flags (0 or 1), one byte each: one record per queued job */
+  unsigned char gone;       /* the GpuJob object was deleted */
+  unsigned char drain_wait; /* spec.drainPolicy is Wait (the tick then needs
+                               the spec; for every other job it uses the
+                               values above) */
+  unsigned char has_adm;    /* counted in its team's use */
+  unsigned char running;    /* every replica Running */
+  unsigned char adopted;    /* state read back from status and pods */
+  unsigned char status_inflight, status_again;
+  unsigned char sq;         /* in a status write lane: 1 urgent, 2 background */
+  unsigned char dirty;      /* on the dirty list */
+  unsigned char preempted;  /* disrupted and not running again yet */
+  unsigned char pdb;        /* its PodDisruptionBudget was created */
   UT_hash_handle hh;
 };
 

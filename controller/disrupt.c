@@ -133,10 +133,10 @@ static void note_cause(struct cjob *cj, const json_t *pod, const char *why)
 
   /* an eviction's deletion (and its grace) follows its DisruptionTarget;
    * gpuq's own deletions of the peers carry no DisruptionTarget */
-  if (cj->cause[0] && cj->cause_grace_s < 0 && json_is_integer(g) &&
+  if (cj->cause && cj->cause_grace_s < 0 && json_is_integer(g) &&
       strcmp(why, "Deleted"))
     cj->cause_grace_s = json_integer_value(g);
-  if (cj->state != CJ_ACTIVE || cj->cause[0])
+  if (cj->state != CJ_ACTIVE || cj->cause)
     return;
   if (!strcmp(why, "Deleted"))
     snprintf(msg, sizeof(msg), "pod %s was deleted", name ? name : "");
@@ -199,14 +199,15 @@ void disrupt_pod_seen(struct ctl *c, struct cjob *cj, const json_t *pod)
 
 void disrupt_cause(struct cjob *cj, const char *cause, const char *msg)
 {
-  snprintf(cj->cause, sizeof(cj->cause), "%s", cause);
+  gq_intern_release(cj->cause);
+  cj->cause = gq_intern(cause);
   free(cj->cause_msg);
   cj->cause_msg = gq_xstrdup(msg);
 }
 
 void disrupt_describe(struct ctl *c, struct cjob *cj, char *why, size_t len)
 {
-  if (cj->cause[0] && cj->cause_msg) { /* seen on the pod's event */
+  if (cj->cause && cj->cause_msg) { /* seen on the pod's event */
     snprintf(why, len, "%s", cj->cause_msg);
     return;
   }
@@ -255,7 +256,7 @@ void disrupt_begin(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
   c->draining[c->n_draining++] = cj;
   cj->td_ms = gq_clock_now_ms();
   cj->preempted = 1;
-  if (!cj->cause[0])
+  if (!cj->cause)
     disrupt_cause(cj, "Disrupted", "the job was disrupted");
   if (j && j->has_checkpoint)
     status_event(c, cj, "Normal", "Checkpointing", "attempt %lld: its running "
@@ -267,7 +268,8 @@ void disrupt_begin(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
 
 void disrupt_done(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
 {
-  const char *l[] = {cj->cause[0] ? cj->cause : "Disrupted"};
+  const char *cause = cj->cause ? cj->cause : "Disrupted";
+  const char *l[] = {cause};
   const char *t[] = {cj->team};
   int wrote = cj->ckpt && cj->ckpt_attempt == cj->attempt;
   int64_t lost = 0;
@@ -284,15 +286,15 @@ void disrupt_done(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
   if (wrote)
     status_set(cj, "Requeued", "attempt %lld was disrupted (%s); requeued at "
                "its original place, resumes from checkpoint %s",
-               (long long)cj->attempt, cj->cause, cj->ckpt);
+               (long long)cj->attempt, cause, cj->ckpt);
   else if (cj->ckpt)
     status_set(cj, "Requeued", "attempt %lld was disrupted (%s) and wrote no "
                "checkpoint; requeued at its original place, resumes from the "
-               "previous checkpoint %s", (long long)cj->attempt, cj->cause,
+               "previous checkpoint %s", (long long)cj->attempt, cause,
                cj->ckpt);
   else
     status_set(cj, "Requeued", "attempt %lld was disrupted (%s); requeued at "
-               "its original place%s", (long long)cj->attempt, cj->cause,
+               "its original place%s", (long long)cj->attempt, cause,
                j && j->has_checkpoint ? ", starts over (no checkpoint yet)"
                                       : "");
   if (j && j->has_checkpoint && !wrote) {
@@ -323,7 +325,8 @@ void disrupt_resume(struct ctl *c, struct cjob *cj)
   const char *t[] = {cj->team};
 
   cj->preempted = 0;
-  cj->cause[0] = '\0';
+  gq_intern_release(cj->cause);
+  cj->cause = NULL;
   /* a restarted controller creating the missing pods of a published
    * attempt again (jobs.c resume_creates) has said so already */
   if (!cj->ckpt || (j && j->status.attempts >= cj->attempt))
@@ -588,5 +591,7 @@ void disrupt_forget(struct cjob *cj)
   free(cj->ckpt);
   free(cj->cause_msg);
   free(cj->preemptor);
+  gq_intern_release(cj->cause);
   cj->ckpt = cj->cause_msg = cj->preemptor = NULL;
+  cj->cause = NULL;
 }

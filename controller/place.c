@@ -82,15 +82,28 @@ const char *gq_place_node_check(const struct gq_node *n,
 
 /* ---- placement ----------------------------------------------------------- */
 
+/* need: the GPUs of res one replica asks (j->gpus_per_replica) when the
+ * free count alone can rule a node out (a positive request of an extended
+ * resource: api/match.c fit_extended), else 0. A node with exactly that
+ * many free is the tightest fit there can be. */
+static int64_t replica_need(const struct gq_gpujob *j)
+{
+  return j->gpus_per_replica > 0 && strchr(j->gpu_resource, '/')
+             ? j->gpus_per_replica
+             : 0;
+}
+
 /* Places 'replicas' copies of r on the nodes cand[0..m-1] by best fit,
  * writing node indexes to out. Commits each replica while it searches and
  * uncommits them all before returning, so c is unchanged. Returns how many
  * replicas were placed (== replicas on success). Greedy best fit is exact
  * for feasibility here: the replicas are identical, so the gang fits iff
- * the numbers of replicas each node can hold add up to 'replicas'. */
+ * the numbers of replicas each node can hold add up to 'replicas'. need
+ * as replica_need(): a replica's search ends at the first node with
+ * exactly that many free (the tightest fit; ties keep the first). */
 static int32_t place_in(struct gq_snapshot *c, const size_t *cand, size_t m,
                         const struct gq_podsched *r, const char *res,
-                        int32_t replicas, size_t *out)
+                        int64_t need, int32_t replicas, size_t *out)
 {
   int32_t k;
 
@@ -110,6 +123,8 @@ static int32_t place_in(struct gq_snapshot *c, const size_t *cand, size_t m,
         best = i;
         best_free = f;
         found = 1;
+        if (need > 0 && f == need)
+          break;
       }
     }
     if (!found)
@@ -237,7 +252,8 @@ static int place_one_domain(struct gq_snapshot *c, const size_t *elig,
     if (d > 0 && strcmp(sorted[d], sorted[d - 1]) == 0)
       continue;
     nc = in_domain(elig, dom, m, sorted[d], cand);
-    if (place_in(c, cand, nc, r, j->gpu_resource, j->replicas, out) !=
+    if (place_in(c, cand, nc, r, j->gpu_resource, replica_need(j),
+                 j->replicas, out) !=
         j->replicas)
       continue;
     f = free_sum(c, cand, nc, j->gpu_resource);
@@ -248,7 +264,8 @@ static int place_one_domain(struct gq_snapshot *c, const size_t *elig,
   }
   if (best) {
     nc = in_domain(elig, dom, m, best, cand);
-    place_in(c, cand, nc, r, j->gpu_resource, j->replicas, out);
+    place_in(c, cand, nc, r, j->gpu_resource, replica_need(j), j->replicas,
+             out);
   }
   free(cand);
   free(sorted);
@@ -268,14 +285,15 @@ static size_t eligible(struct gq_snapshot *c, const struct gq_gpujob *j,
                        const char *flavor, const struct gq_podsched *r,
                        size_t *elig, struct reasons *rs)
 {
+  int64_t need = replica_need(j);
   size_t m = 0;
   char msg[192];
 
   for (size_t i = 0; i < c->n; i++) {
     const char *res;
 
-    if (!rs && j->gpus_per_replica > 0 && strchr(j->gpu_resource, '/') &&
-        gq_snapshot_available(c, i, j->gpu_resource) < j->gpus_per_replica)
+    if (!rs && need > 0 &&
+        gq_snapshot_available(c, i, j->gpu_resource) < need)
       continue;
     if (gq_place_node_check(c->nodes[i].node, j, flavor, r, msg,
                             rs ? sizeof(msg) : 0)) {
@@ -298,28 +316,68 @@ static size_t eligible(struct gq_snapshot *c, const struct gq_gpujob *j,
   return m;
 }
 
+/* One replica r of j by best fit over every node, without the list of
+ * eligible nodes: a node is checked only if its free GPUs could beat the
+ * best so far, and the search ends at a node with exactly what r needs
+ * (the same node place_in would choose from eligible()'s list: name
+ * order, fewest free, ties keep the first). Returns 1 with *out, or 0. */
+static int place_single(struct gq_snapshot *c, const struct gq_gpujob *j,
+                        const char *flavor, const struct gq_podsched *r,
+                        size_t *out)
+{
+  int64_t need = replica_need(j), best_free = 0;
+  int found = 0;
+
+  for (size_t i = 0; i < c->n; i++) {
+    int64_t f = gq_snapshot_available(c, i, j->gpu_resource);
+
+    if ((need > 0 && f < need) || (found && f >= best_free))
+      continue;
+    if (gq_place_node_check(c->nodes[i].node, j, flavor, r, NULL, 0) ||
+        gq_fit_check(c->nodes[i].node, &c->nodes[i].used, r, NULL, 0))
+      continue;
+    *out = i;
+    best_free = f;
+    found = 1;
+    if (need > 0 && f == need)
+      break;
+  }
+  return found;
+}
+
 int gq_place_job(struct gq_snapshot *c, const struct gq_gpujob *j,
                  const char *flavor, size_t *out, char *why, size_t whylen)
 {
   struct gq_podsched r;
   struct reasons rs = {0};
-  size_t *elig = gq_xcalloc(c->n ? c->n : 1, sizeof(*elig));
+  size_t *elig = NULL; /* the eligible nodes, for a gang or the reasons */
   size_t m = 0;
   int32_t fit;
   int rc = 0;
 
   gq_place_replica_request(j, &r);
-  m = eligible(c, j, flavor, &r, elig, NULL);
+  if (j->replicas == 1) {
+    m = (size_t)place_single(c, j, flavor, &r, out);
+  } else {
+    elig = gq_xcalloc(c->n ? c->n : 1, sizeof(*elig));
+    m = eligible(c, j, flavor, &r, elig, NULL);
+  }
   if (m == 0) {
-    if (whylen) /* the scan again, for every node's reason */
+    if (whylen) { /* the scan again, for every node's reason */
+      if (!elig)
+        elig = gq_xcalloc(c->n ? c->n : 1, sizeof(*elig));
       eligible(c, j, flavor, &r, elig, &rs);
+    }
     reasons_format(&rs, c, j, why, whylen);
     rc = GQ_ECAPACITY;
-  } else if (j->replicas > 1 && c->topology_key && c->topology_key[0] &&
+  } else if (j->replicas == 1) {
+    rc = 0; /* placed by place_single */
+  } else if (c->topology_key && c->topology_key[0] &&
              place_one_domain(c, elig, m, &r, j, out)) {
     rc = 0;
-  } else if ((fit = place_in(c, elig, m, &r, j->gpu_resource, j->replicas,
-                             out)) != j->replicas) {
+  } else if ((fit = place_in(c, elig, m, &r, j->gpu_resource,
+                             replica_need(j), j->replicas, out)) !=
+             j->replicas) {
     if (whylen)
       snprintf(why, whylen,
                "gang of %d replicas x %d %s does not fit: at most %d fit",

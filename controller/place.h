@@ -76,7 +76,13 @@ const char *gq_place_node_check(const struct gq_node *n,
  *    product NVIDIA-T4 not in spec.gpu.products"
  * or, when single replicas fit but the gang does not,
  *   "gang of 4 replicas x 8 nvidia.com/gpu does not fit: at most 3 fit".
- * out must have room for j->replicas entries. */
+ * out must have room for j->replicas entries. why may be NULL when
+ * whylen is 0: the reasons are then not gathered, which is the cheap
+ * case (a miss with reasons scans the nodes twice). Cost: one pass over
+ * the nodes; a node's checks run only if its free GPUs of j's resource
+ * could hold a replica (and, for one replica, fit tighter than the best
+ * so far); a single replica's search ends at a node with exactly the
+ * GPUs it asks. */
 int gq_place_job(struct gq_snapshot *c, const struct gq_gpujob *j,
                  const char *flavor, size_t *out, char *why, size_t whylen);
 

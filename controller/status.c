@@ -235,7 +235,7 @@ static json_t *status_patch(const struct cjob *cj, const struct gq_gpujob *j)
   }
   job_condition(&w[2], st, "Preempted", cj->preempted,
                 !cj->preempted ? "NotPreempted"
-                : *cj->cause   ? cj->cause
+                : cj->cause    ? cj->cause
                                : "Disrupted",
                 cj->preempted && cj->cause_msg ? cj->cause_msg : "");
   job_condition(&w[3], st, "Checkpointed", cj->ckpt != NULL,
