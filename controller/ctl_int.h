@@ -158,7 +158,8 @@ struct cteam {
   int qs_inflight;       /* a TeamQuota status patch is in flight */
   json_t *qs_sent;       /* the status last sent (until the informer shows
                             it, the same is not sent again); owned */
-  int64_t qs_ms;         /* real ms it was last sent or found unchanged */
+  int64_t qs_ms;         /* real ms it was sent */
+  int64_t qs_check_ms;   /* real ms it was last computed and found unchanged */
   UT_hash_handle hh;
 };
 

@@ -739,6 +739,12 @@ static void quota_done(int rc, const struct gq_k8s_status *st,
   free(x);
 }
 
+/* Real ms between two computations of a TeamQuota status that came out
+ * unchanged: short enough that a change shows as soon as before (a
+ * scenario at 100x sees it within 10 virtual seconds), long enough that
+ * passes at hundreds a second do not each build and compare every one. */
+#define QS_CHECK_MS 100
+
 static void quota_status(const json_t *obj, void *typed, void *arg)
 {
   struct ctl *c = arg;
@@ -754,7 +760,8 @@ static void quota_status(const json_t *obj, void *typed, void *arg)
   struct cteam *team = name ? ctl_team(c, name) : NULL;
 
   if (!team || team->qs_inflight ||
-      gq_clock_mono_ms() - team->qs_ms < c->o.quota_status_ms) {
+      gq_clock_mono_ms() - team->qs_ms < c->o.quota_status_ms ||
+      gq_clock_mono_ms() - team->qs_check_ms < QS_CHECK_MS) {
     json_decref(want);
     json_decref(conds);
     return;
@@ -816,9 +823,9 @@ static void quota_status(const json_t *obj, void *typed, void *arg)
   patch = diff(cur, want);
   if (json_object_size(patch) == 0 ||
       (team->qs_sent && json_equal(team->qs_sent, want))) {
-    /* unchanged: not computed again for quota_status_ms either (every
-     * pass came here, for every TeamQuota; the sweep catches up) */
-    team->qs_ms = gq_clock_mono_ms();
+    /* unchanged: not computed again for QS_CHECK_MS (every pass comes
+     * here, for every TeamQuota; the sweep catches up) */
+    team->qs_check_ms = gq_clock_mono_ms();
     json_decref(patch);
     json_decref(want);
     return;
