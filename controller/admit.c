@@ -543,9 +543,6 @@ static void victim_why(struct cjob *v, struct cjob *by, int same, char *buf,
              by->key);
 }
 
-/* Looks for victims whose GPUs let cj (the blocked head of team ti) run
- * (gq_preempt_select over the running jobs of the cohort), preempts them
- * and reserves their GPUs for cj. Returns 1 if it did. */
 /* 1 if team quota q lets cj preempt within its team (withinTeam
  * LowerPriority) and an admitted job of its team has a lower priority:
  * from the team's count of admitted jobs per priority (jobs_use), not a
@@ -565,6 +562,9 @@ static int within_victim(struct ctl *c, const struct gq_teamquota *q,
   return 0;
 }
 
+/* Looks for victims whose GPUs let cj (the blocked head of team ti) run
+ * (gq_preempt_select over the running jobs of the cohort), preempts them
+ * and reserves their GPUs for cj. Returns 1 if it did. */
 static int try_preempt(struct pass *p, struct cohort_pass *cp, size_t ti,
                        struct cjob *cj, const struct gq_gpujob *j)
 {

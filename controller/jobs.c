@@ -1252,8 +1252,8 @@ void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms)
         gq_metric_add(c->m_gpu_seconds, l,
                       (double)(t->use[i].gpus * dt) / 1000.0);
     }
-  /* the limits come from the cached spec values (refresh()), not a lookup
-   * of every admitted job's object twice a second */
+  /* the admitted jobs only (c->active); the limits come from the values
+   * refresh() cached, not a lookup of every job's object */
   DL_FOREACH_SAFE2(c->active, cj, tmp, act_next) {
     int64_t at;
 
@@ -1263,8 +1263,8 @@ void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms)
     }
     if (cj->gone)
       continue;
-    /* drainPolicy Wait's maximum wait needs the spec (a lookup, so only
-     * for those jobs); the limits come from the cached spec values */
+    /* drainPolicy Wait's maximum wait needs the spec: looked up for
+     * those jobs only */
     if (!cj->drain_wait)
       cj->cordon_ms = 0;
     else if (!(j = ctl_job_spec(c, cj)) ||

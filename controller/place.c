@@ -93,18 +93,24 @@ static int64_t replica_need(const struct gq_gpujob *j)
              : 0;
 }
 
-/* Places 'replicas' copies of r on the nodes cand[0..m-1] by best fit,
- * writing node indexes to out. Commits each replica while it searches and
- * uncommits them all before returning, so c is unchanged. Returns how many
- * replicas were placed (== replicas on success). Greedy best fit is exact
- * for feasibility here: the replicas are identical, so the gang fits iff
- * the numbers of replicas each node can hold add up to 'replicas'. need
- * as replica_need(): a replica's search ends at the first node with
- * exactly that many free (the tightest fit; ties keep the first). */
+/* Places 'replicas' copies of r (one replica of j) by best fit, writing
+ * node indexes to out. The nodes are cand[0..m-1], already checked
+ * against j (eligible()), or, with cand NULL, every node of c (m = c->n),
+ * each given the node checks here (flavor is used only then), and only if it could fit tighter than
+ * the best so far: no list of eligible nodes is built. Commits each
+ * replica while it searches and uncommits them all before returning, so
+ * c is unchanged. Returns how many replicas were placed (== replicas on
+ * success). Greedy best fit is exact for feasibility here: the replicas
+ * are identical, so the gang fits iff the numbers of replicas each node
+ * can hold add up to 'replicas'. A replica's search ends at the first
+ * node with exactly replica_need(j) free: nothing fits tighter, and ties
+ * keep the first (the nodes are in name order). */
 static int32_t place_in(struct gq_snapshot *c, const size_t *cand, size_t m,
-                        const struct gq_podsched *r, const char *res,
-                        int64_t need, int32_t replicas, size_t *out)
+                        const struct gq_gpujob *j, const char *flavor,
+                        const struct gq_podsched *r, int32_t replicas,
+                        size_t *out)
 {
+  int64_t need = replica_need(j);
   int32_t k;
 
   for (k = 0; k < replicas; k++) {
@@ -113,19 +119,20 @@ static int32_t place_in(struct gq_snapshot *c, const size_t *cand, size_t m,
     int found = 0;
 
     for (size_t x = 0; x < m; x++) {
-      size_t i = cand[x];
-      int64_t f;
+      size_t i = cand ? cand[x] : x;
+      int64_t f = gq_snapshot_available(c, i, j->gpu_resource);
 
-      if (gq_fit_check(c->nodes[i].node, &c->nodes[i].used, r, NULL, 0))
+      if ((need > 0 && f < need) || (found && f >= best_free))
+        continue; /* cannot hold it (its fit check would fail), or no tighter */
+      if ((!cand && gq_place_node_check(c->nodes[i].node, j, flavor, r,
+                                        NULL, 0)) ||
+          gq_fit_check(c->nodes[i].node, &c->nodes[i].used, r, NULL, 0))
         continue;
-      f = gq_snapshot_available(c, i, res);
-      if (!found || f < best_free) { /* cand is in name order: ties keep the first */
-        best = i;
-        best_free = f;
-        found = 1;
-        if (need > 0 && f == need)
-          break;
-      }
+      best = i;
+      best_free = f;
+      found = 1;
+      if (need > 0 && f == need)
+        break;
     }
     if (!found)
       break;
@@ -252,8 +259,7 @@ static int place_one_domain(struct gq_snapshot *c, const size_t *elig,
     if (d > 0 && strcmp(sorted[d], sorted[d - 1]) == 0)
       continue;
     nc = in_domain(elig, dom, m, sorted[d], cand);
-    if (place_in(c, cand, nc, r, j->gpu_resource, replica_need(j),
-                 j->replicas, out) !=
+    if (place_in(c, cand, nc, j, NULL, r, j->replicas, out) !=
         j->replicas)
       continue;
     f = free_sum(c, cand, nc, j->gpu_resource);
@@ -264,8 +270,7 @@ static int place_one_domain(struct gq_snapshot *c, const size_t *elig,
   }
   if (best) {
     nc = in_domain(elig, dom, m, best, cand);
-    place_in(c, cand, nc, r, j->gpu_resource, replica_need(j), j->replicas,
-             out);
+    place_in(c, cand, nc, j, NULL, r, j->replicas, out);
   }
   free(cand);
   free(sorted);
@@ -316,35 +321,6 @@ static size_t eligible(struct gq_snapshot *c, const struct gq_gpujob *j,
   return m;
 }
 
-/* One replica r of j by best fit over every node, without the list of
- * eligible nodes: a node is checked only if its free GPUs could beat the
- * best so far, and the search ends at a node with exactly what r needs
- * (the same node place_in would choose from eligible()'s list: name
- * order, fewest free, ties keep the first). Returns 1 with *out, or 0. */
-static int place_single(struct gq_snapshot *c, const struct gq_gpujob *j,
-                        const char *flavor, const struct gq_podsched *r,
-                        size_t *out)
-{
-  int64_t need = replica_need(j), best_free = 0;
-  int found = 0;
-
-  for (size_t i = 0; i < c->n; i++) {
-    int64_t f = gq_snapshot_available(c, i, j->gpu_resource);
-
-    if ((need > 0 && f < need) || (found && f >= best_free))
-      continue;
-    if (gq_place_node_check(c->nodes[i].node, j, flavor, r, NULL, 0) ||
-        gq_fit_check(c->nodes[i].node, &c->nodes[i].used, r, NULL, 0))
-      continue;
-    *out = i;
-    best_free = f;
-    found = 1;
-    if (need > 0 && f == need)
-      break;
-  }
-  return found;
-}
-
 int gq_place_job(struct gq_snapshot *c, const struct gq_gpujob *j,
                  const char *flavor, size_t *out, char *why, size_t whylen)
 {
@@ -356,8 +332,8 @@ int gq_place_job(struct gq_snapshot *c, const struct gq_gpujob *j,
   int rc = 0;
 
   gq_place_replica_request(j, &r);
-  if (j->replicas == 1) {
-    m = (size_t)place_single(c, j, flavor, &r, out);
+  if (j->replicas == 1) { /* best fit over every node, no list */
+    m = (size_t)place_in(c, NULL, c->n, j, flavor, &r, 1, out);
   } else {
     elig = gq_xcalloc(c->n ? c->n : 1, sizeof(*elig));
     m = eligible(c, j, flavor, &r, elig, NULL);
@@ -371,13 +347,12 @@ int gq_place_job(struct gq_snapshot *c, const struct gq_gpujob *j,
     reasons_format(&rs, c, j, why, whylen);
     rc = GQ_ECAPACITY;
   } else if (j->replicas == 1) {
-    rc = 0; /* placed by place_single */
+    rc = 0; /* placed above */
   } else if (c->topology_key && c->topology_key[0] &&
              place_one_domain(c, elig, m, &r, j, out)) {
     rc = 0;
-  } else if ((fit = place_in(c, elig, m, &r, j->gpu_resource,
-                             replica_need(j), j->replicas, out)) !=
-             j->replicas) {
+  } else if ((fit = place_in(c, elig, m, j, flavor, &r, j->replicas,
+                             out)) != j->replicas) {
     if (whylen)
       snprintf(why, whylen,
                "gang of %d replicas x %d %s does not fit: at most %d fit",
