@@ -11,7 +11,7 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 DEPS_PKGS := gcc make cmake pkg-config libcurl4-openssl-dev libjansson-dev \
              libuv1-dev libhiredis-dev libyaml-dev libmicrohttpd-dev \
              libcmocka-dev uthash-dev libssl-dev zlib1g-dev openssl redis-server prometheus \
-             gnuplot-nox
+             gnuplot-nox curl
 
 .PHONY: all deps build build-asan test demo clean
 
