@@ -7,14 +7,16 @@
  *      most --window enqueues in flight, and read used_memory again: the
  *      delta over N is the Redis memory per queued job;
  *   3. a timed round admits --admits jobs through the admit script with the
- *      controller's concurrency: the teams sit in --cohorts cohorts, each
- *      cohort has exactly one admission in flight (the ledger version is per
- *      cohort, so a second one would be refused as "stale"), and the cohorts
- *      run in parallel. Each admission takes the head of the next team of its
- *      cohort (round-robin) with the version from the cohort's previous
- *      reply, and every admitted job is replaced by a new one at the tail of
- *      the same team, so the depth stays N. Only admissions are counted; the
- *      clock runs until the last admission and the last refill are answered.
+ *      controller's concurrency: the teams sit in --cohorts cohorts, and each
+ *      cohort has up to --pipeline admissions in flight on the one
+ *      connection, sent with successive versions (v, v + 1, ...), as the
+ *      controller sends the admissions of one pass (controller/admit.c:
+ *      k->ver++, up to ADMITS_MAX = 100 per pass). Redis runs them in order,
+ *      so each finds the version the one before it left. Each admission
+ *      takes the head of the next team of its cohort (round-robin), and
+ *      every admitted job is replaced by a new one at the tail of the same
+ *      team, so the depth stays N. Only admissions are counted; the clock
+ *      runs until the last admission and the last refill are answered.
  *   4. verifies the outcome: every team's queue holds exactly what this
  *      program expects and every cohort's version equals its admissions.
  *
@@ -52,16 +54,21 @@
 
 struct bench;
 
-/* A cohort: its teams are [first, first + nteams). One admission at a time,
- * decided on 'ver', the version its last admission returned. */
+#define PIPE_MAX 1000 /* --pipeline's bound */
+
+/* A cohort: its teams are [first, first + nteams). Up to --pipeline
+ * admissions in flight, each sent with the version the one before it will
+ * leave (as the controller does: k->ver++ in controller/admit.c). One
+ * connection keeps them in order, so replies come back in sending order. */
 struct cohort {
   struct bench *b;
   char name[32];
   int first, nteams;
-  int next;      /* round-robin cursor over its teams */
-  long long ver; /* the cohort ledger's version, as last seen */
-  long admits;   /* admissions confirmed in this cohort */
-  int team;      /* team of the admission in flight */
+  int next;           /* round-robin cursor over its teams */
+  long long ver;      /* the cohort ledger's version, as last confirmed */
+  long long sent;     /* the version the next admission is sent with */
+  long admits;        /* admissions confirmed in this cohort */
+  int team[PIPE_MAX]; /* team of each admission in flight, by version */
 };
 
 struct bench {
@@ -69,7 +76,7 @@ struct bench {
   const char *url, *prefix;
   long long jobs;
   long admits;
-  int teams, ncohorts, window, flush;
+  int teams, ncohorts, window, flush, pipeline;
 
   uv_loop_t loop;
   struct gq_rq *rq;
@@ -430,17 +437,17 @@ static void on_admitted(int rc, const char *state, long long value, void *arg)
     fail(b, "admit in cohort '%s' failed: %s", c->name, gq_strerror(rc));
     return;
   }
-  /* One admission in flight per cohort: anything but "ok" with the next
+  /* Replies come in sending order: anything but "ok" with the next
    * version means the bench (or the script) is wrong. */
   if (strcmp(state, "ok") != 0 || value != c->ver + 1) {
     fail(b, "admit in cohort '%s' answered '%s' %lld, want 'ok' %lld",
          c->name, state, value, c->ver + 1);
     return;
   }
+  refill(b, c->team[c->ver % b->pipeline]);
   c->ver = value;
   c->admits++;
   b->admits_done++;
-  refill(b, c->team);
   admit_next(c);
 }
 
@@ -461,13 +468,14 @@ static void admit_next(struct cohort *c)
     return;
   }
   job_make(b, b->head[t] * b->teams + t, &text, &j);
-  rc = gq_queue_admit(&b->q, &j, 1, BENCH_FLAVOR, 1, c->ver, on_admitted, c);
+  rc = gq_queue_admit(&b->q, &j, 1, BENCH_FLAVOR, 1, c->sent, on_admitted, c);
   if (rc != 0) {
     fail(b, "cannot send admit: %s", gq_strerror(rc));
     return;
   }
   b->head[t]++;
-  c->team = t;
+  c->team[c->sent % b->pipeline] = t;
+  c->sent++;
   b->admits_issued++;
 }
 
@@ -478,8 +486,9 @@ static int admit_round(struct bench *b)
   b->admits_issued = b->admits_done = 0;
   b->refills_issued = b->refills_done = 0;
   b->t0_ns = uv_hrtime();
-  for (int i = 0; i < b->ncohorts; i++)
-    admit_next(&b->co[i]);
+  for (int k = 0; k < b->pipeline; k++)
+    for (int i = 0; i < b->ncohorts; i++)
+      admit_next(&b->co[i]);
   while (!b->failed && (b->admits_done < b->admits ||
                         b->refills_done < b->refills_issued))
     uv_run(&b->loop, UV_RUN_ONCE);
@@ -626,13 +635,13 @@ static void usage(FILE *f)
 {
   fputs("usage: bench_queue --url redis://HOST:PORT[/DB] [--jobs N] "
         "[--admits M]\n"
-        "       [--teams T] [--cohorts C] [--window W] [--prefix P] "
-        "[--flush]\n"
+        "       [--teams T] [--cohorts C] [--window W] [--pipeline K]\n"
+        "       [--prefix P] [--flush]\n"
         "Queues N jobs (default 1000) over T teams (100) in C cohorts (10),\n"
-        "then admits M (10000) with one admission in flight per cohort,\n"
-        "refilling as it goes. --flush runs FLUSHALL first (needed for the\n"
-        "memory figure; without it use a fresh --prefix, as the versions\n"
-        "must start at 0); W enqueues in flight (500).\n",
+        "then admits M (10000) with up to K admissions in flight per cohort\n"
+        "(10), refilling as it goes. --flush runs FLUSHALL first (needed\n"
+        "for the memory figure; without it use a fresh --prefix, as the\n"
+        "versions must start at 0); W enqueues in flight (500).\n",
         f);
 }
 
@@ -684,6 +693,11 @@ static int parse_opt(struct bench *b, int c, const char *arg)
       return -1;
     b->window = (int)v;
     return 0;
+  case 'P':
+    if (parse_num("--pipeline", arg, 1, PIPE_MAX, &v) != 0)
+      return -1;
+    b->pipeline = (int)v;
+    return 0;
   default:
     usage(stderr);
     return -1;
@@ -699,11 +713,12 @@ static int parse_args(struct bench *b, int argc, char **argv)
       {"teams", required_argument, NULL, 't'},
       {"cohorts", required_argument, NULL, 'c'},
       {"window", required_argument, NULL, 'w'},
+      {"pipeline", required_argument, NULL, 'P'},
       {"prefix", required_argument, NULL, 'p'},
       {"flush", no_argument, NULL, 'f'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
-  int c;
+  int c, per;
 
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     if (c == 'h') {
@@ -720,6 +735,18 @@ static int parse_args(struct bench *b, int argc, char **argv)
   if (b->teams % b->ncohorts != 0 || b->jobs < b->teams) {
     fprintf(stderr, "bench_queue: error: --teams must be a multiple of "
                     "--cohorts and --jobs at least --teams\n");
+    return -1;
+  }
+  /* a cohort's admissions in flight go round-robin over its teams, and a
+   * team's refills follow its replies: each team must hold that many */
+  per = b->teams / b->ncohorts;
+  if ((b->pipeline + per - 1) / per > b->jobs / b->teams) {
+    fprintf(stderr,
+            "bench_queue: error: --pipeline %d puts %d admissions "
+            "in flight per team, more than the %lld jobs each team "
+            "holds (--jobs %lld over --teams %d)\n",
+            b->pipeline, (b->pipeline + per - 1) / per, b->jobs / b->teams,
+            b->jobs, b->teams);
     return -1;
   }
   return 0;
@@ -769,6 +796,7 @@ int main(int argc, char **argv)
   b.teams = 100;
   b.ncohorts = 10;
   b.window = 500;
+  b.pipeline = 10;
   gq_log_level = GQ_WARN;
   if (parse_args(&b, argc, argv) != 0)
     return 2;
