@@ -407,6 +407,11 @@ static void decide_admit(struct pass *p, struct ccohort *k, struct cjob *cj,
 
   /* what it takes is committed by jobs_assume() below */
   jobs_queue_del(c, cj);
+  /* the attempt's shape is the spec it was decided on (an edit the
+   * informer brought since the last reconcile included); it stays so
+   * until the attempt ends (jobs.c, attempt_pinned) */
+  cj->gpus = j->gpus;
+  cj->replicas = j->replicas;
   cj->state = CJ_ADMITTING;
   cj->attempt++;
   cj->nodes = gq_xcalloc((size_t)j->replicas, sizeof(*cj->nodes));

@@ -124,6 +124,8 @@ struct cjob {
   unsigned char dirty;      /* on the dirty list */
   unsigned char preempted;  /* disrupted and not running again yet */
   unsigned char pdb;        /* its PodDisruptionBudget was created */
+  unsigned char edit_told;  /* a SpecChangeDeferred event was sent for this
+                               attempt (jobs.c refresh) */
   UT_hash_handle hh;
 };
 

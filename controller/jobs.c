@@ -281,6 +281,12 @@ void jobs_pod_seen(struct ctl *c, const json_t *pod, int present)
   if (present && i == cj->n_pods) {
     cj->pods = gq_xrealloc(cj->pods, (cj->n_pods + 1) * sizeof(*cj->pods));
     cj->pods[cj->n_pods++] = gq_xstrdup(key);
+    /* a pod first seen while its job tears down (its create was in flight
+     * when the teardown began) has had no delete: the reconcile this
+     * event brings must send one now, not after REDELETE_MS and some
+     * later event (a Running pod may never send another) */
+    if (cj->state == CJ_TEARDOWN)
+      cj->td_sent_ms = 0;
   } else if (!present && i < cj->n_pods) {
     free(cj->pods[i]);
     cj->pods[i] = cj->pods[--cj->n_pods];
@@ -494,11 +500,24 @@ static void finish(struct ctl *c, struct cjob *cj, int failed,
 
 static void requeue(struct ctl *c, struct cjob *cj)
 {
+  const struct gq_gpujob *j = ctl_job_spec(c, cj);
+
   release(c, cj);
   free_nodes(cj);
   cj->state = CJ_NEW;
   cj->phase = GQ_PHASE_QUEUED;
   cj->td = TD_NONE;
+  if (j && strcmp(j->team, cj->team)) {
+    /* spec.team was edited during the attempt (SpecChangeDeferred): it
+     * leaves the old team's queue, and the reconcile that follows queues
+     * it in the new team's, with its original queue time */
+    status_event(c, cj, "Normal", "Requeued", "attempt %lld: queued again "
+                 "in team '%s' (spec.team was edited)",
+                 (long long)cj->attempt, j->team);
+    if (*cj->cohort || ctl_quota(c, cj->team))
+      redis_remove(c, cj);
+    return;
+  }
   status_event(c, cj, "Normal", "Requeued", "attempt %lld: back in team "
                "'%s''s queue at its original place", (long long)cj->attempt,
                cj->team);
@@ -715,7 +734,7 @@ void jobs_assume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
 {
   char name[GQ_POD_NAME_MAX + 1];
 
-  for (int32_t r = 0; r < j->replicas; r++) {
+  for (int32_t r = 0; r < cj->replicas; r++) {
     struct cassumed *a = gq_xcalloc(1, sizeof(*a));
 
     gq_podspec_pod_name(j, cj->attempt, r, name, sizeof(name));
@@ -740,10 +759,9 @@ void jobs_unassume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
     memset(&gone, 0, sizeof(gone));
     gone.meta.name = cj->name;
     gone.meta.uid = cj->uid;
-    gone.replicas = cj->replicas;
     j = &gone;
   }
-  for (int32_t r = 0; r < j->replicas; r++) {
+  for (int32_t r = 0; r < cj->replicas; r++) {
     gq_podspec_pod_name(j, cj->attempt, r, name, sizeof(name));
     snprintf(key, sizeof(key), "%s/%s", cj->ns, name);
     forget_assumed(c, key);
@@ -763,7 +781,7 @@ void jobs_create_pods(struct ctl *c, struct cjob *cj)
     return;
   }
   snprintf(coll, sizeof(coll), "/api/v1/namespaces/%s/pods", cj->ns);
-  if (j->replicas > 1) {
+  if (cj->replicas > 1) {
     json_t *svc = gq_podspec_service(j);
     char scoll[400];
 
@@ -773,11 +791,11 @@ void jobs_create_pods(struct ctl *c, struct cjob *cj)
       ctl_write_end(c);
     json_decref(svc);
   }
-  cj->creates_left = j->replicas;
+  cj->creates_left = cj->replicas;
   disrupt_resume(c, cj);
   if (j->drain == GQ_DRAIN_WAIT && !cj->pdb)
     disrupt_pdb(c, cj, 1);
-  for (int32_t r = 0; r < j->replicas; r++) {
+  for (int32_t r = 0; r < cj->replicas; r++) {
     const struct gq_node *n = gq_informer_typed(c->inf_nodes, cj->nodes[r]);
     struct create_ctx *x;
     json_t *pod, *ann;
@@ -954,7 +972,8 @@ static void adopt(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
 
     ctl_active(c, cj);
     cj->flavor = ctl_intern(c, pc.flavor ? pc.flavor : "");
-    cj->running = pc.running > 0 && pc.running + pc.succeeded == j->replicas;
+    cj->replicas = j->replicas;
+    cj->running = pc.running > 0 && pc.running + pc.succeeded == cj->replicas;
     /* it holds an admission: count it in its team's use, so that quota
      * holds after a restart, the rebuild writes it to the ledger and its
      * end releases it (refresh() runs after this, too late for that) */
@@ -965,7 +984,7 @@ static void adopt(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
     if (rec != TD_NONE)
       resume_teardown(c, cj, j, rec);
     else if (j->status.phase == GQ_PHASE_ADMITTED &&
-             pc.present < j->replicas && !pc.failed && !pc.miss &&
+             pc.present < cj->replicas && !pc.failed && !pc.miss &&
              !pc.disrupted)
       resume_creates(c, cj, j);
     return;
@@ -980,13 +999,44 @@ static void adopt(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
   }
 }
 
+/* 1 while cj's attempt holds or is acquiring an admission. Its team's use,
+ * its ledger record (team, GPUs), its node array (cj->replicas entries)
+ * and its pods were made with cj->team, cj->gpus and cj->replicas, so an
+ * edit of spec.team, gpusPerReplica or replicas waits for the next
+ * attempt, as Kubernetes keeps a running Job's pod template and Kueue an
+ * admitted Workload's pod sets as they were. */
+static int attempt_pinned(const struct cjob *cj)
+{
+  return cj->has_adm || cj->nodes || cj->state == CJ_ADMITTING ||
+         cj->state == CJ_ACTIVE || cj->state == CJ_TEARDOWN;
+}
+
+/* Takes the spec's values into cj (on every reconcile); those an attempt
+ * was admitted with stay while it runs (attempt_pinned), and the edit is
+ * told once per attempt by a SpecChangeDeferred event. */
 static void refresh(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
 {
   const struct gq_teamquota *q;
 
-  cj->team = ctl_intern(c, j->team);
-  cj->gpus = j->gpus;
-  cj->replicas = j->replicas;
+  if (!attempt_pinned(cj)) {
+    if (cj->t) /* queued: its team's pending GPUs follow the edit */
+      cj->t->pending_gpus += j->gpus - cj->gpus;
+    cj->team = ctl_intern(c, j->team);
+    cj->gpus = j->gpus;
+    cj->replicas = j->replicas;
+    cj->edit_told = 0;
+  } else if (!cj->edit_told &&
+             (strcmp(cj->team, j->team) || cj->gpus != j->gpus ||
+              cj->replicas != j->replicas)) {
+    cj->edit_told = 1;
+    status_event(c, cj, "Warning", "SpecChangeDeferred",
+                 "attempt %lld keeps what it was admitted with (team %s, "
+                 "%d x %lld GPUs); the edited spec (team %s, %d x %lld GPUs) "
+                 "applies when the job is queued again",
+                 (long long)cj->attempt, cj->team, cj->replicas,
+                 (long long)(cj->replicas ? cj->gpus / cj->replicas : 0),
+                 j->team, j->replicas, (long long)j->gpus_per_replica);
+  }
   cj->expected_s = j->expected_duration_s;
   cj->deadline_s = j->active_deadline_s;
   cj->startup_s = j->startup_timeout_s;
@@ -1040,7 +1090,7 @@ static int pods_seen(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
   struct cassumed *a;
   int n = 0;
 
-  for (int32_t r = 0; r < j->replicas; r++) {
+  for (int32_t r = 0; r < cj->replicas; r++) {
     gq_podspec_pod_name(j, cj->attempt, r, name, sizeof(name));
     snprintf(key, sizeof(key), "%s/%s", cj->ns, name);
     HASH_FIND_STR(c->assumed, key, a);
@@ -1078,8 +1128,8 @@ static void reconcile_active(struct ctl *c, struct cjob *cj,
     return;
   }
   if (pc.disrupted || (cj->creates_left == 0 &&
-                       pods_seen(c, cj, j) < j->replicas &&
-                       pc.succeeded < j->replicas)) {
+                       pods_seen(c, cj, j) < cj->replicas &&
+                       pc.succeeded < cj->replicas)) {
     char why[512];
 
     disrupt_describe(c, cj, why, sizeof(why));
@@ -1088,14 +1138,14 @@ static void reconcile_active(struct ctl *c, struct cjob *cj,
   }
   if (cj->creates_left > 0)
     return;
-  if (pc.succeeded == j->replicas) {
+  if (pc.succeeded == cj->replicas) {
     char msg[128];
 
-    snprintf(msg, sizeof(msg), "all %d replicas succeeded", j->replicas);
+    snprintf(msg, sizeof(msg), "all %d replicas succeeded", cj->replicas);
     finish(c, cj, 0, "Succeeded", msg);
     return;
   }
-  if (pc.running > 0 && pc.running + pc.succeeded == j->replicas &&
+  if (pc.running > 0 && pc.running + pc.succeeded == cj->replicas &&
       !cj->running) {
     cj->running = 1;
     cj->phase = GQ_PHASE_RUNNING;
@@ -1103,9 +1153,9 @@ static void reconcile_active(struct ctl *c, struct cjob *cj,
       cj->start_ms = gq_clock_now_ms();
     if (!cj->first_start_ms)
       cj->first_start_ms = cj->start_ms;
-    status_set(cj, "Running", "all %d replicas running", j->replicas);
+    status_set(cj, "Running", "all %d replicas running", cj->replicas);
     status_event(c, cj, "Normal", "Running", "all %d replicas running",
-                 j->replicas);
+                 cj->replicas);
   }
 }
 
@@ -1120,6 +1170,8 @@ void jobs_reconcile(struct ctl *c, struct cjob *cj)
     /* being deleted, or gone: its pods go, then its GPUs and its keys */
     jobs_queue_del(c, cj);
     if (holding(c, cj) > 0 || cj->creates_left > 0) {
+      if (cj->state != CJ_TEARDOWN || cj->td != TD_DELETE)
+        cj->td_sent_ms = 0; /* not the last attempt's: send them now */
       cj->state = CJ_TEARDOWN;
       cj->td = TD_DELETE;
       delete_pods(c, cj);

@@ -9,6 +9,8 @@
  *     (DeadlineExceeded), not retried, and its GPUs are freed;
  *   - a terminating pod holds its GPUs until it is gone;
  *   - invalid specs, forbidden namespaces and unknown teams;
+ *   - a running job's spec edited: the attempt keeps its admitted shape,
+ *     the next one takes the new spec;
  *   - a controller SIGKILLed right after admitting, or while the pods of
  *     an admitted gang are being created, then restarted;
  *   - Redis flushed, and Redis restarted, mid-run;
@@ -769,6 +771,98 @@ static void test_validation(void **state)
   finish(0);
 }
 
+/* ---- 4b. a spec edited while admitted ----------------------------------- */
+
+/* Waits up to WAIT_MS for count_events(name, reason) to reach n. */
+static int wait_events(const char *name, const char *reason, int n)
+{
+  for (int t = 0; t < WAIT_MS; t += 50) {
+    if (count_events(name, reason) >= n)
+      return 1;
+    gq_test_sleep_ms(50);
+  }
+  return 0;
+}
+
+/* 'edited' (1 replica x 2 GPUs of team-a) runs; then its spec.replicas,
+ * gpusPerReplica and team are changed, as kubectl edit would. The running
+ * attempt keeps the shape it was admitted with: its pod keeps running,
+ * team-a keeps counting its 2 GPUs and team-b none, a SpecChangeDeferred
+ * event says why, and nothing crashes (the controller once sized its
+ * admission by the edited spec: a larger replica count freed pointers
+ * past the end of its node array). Its pod deleted, it is queued again and
+ * its next attempt has the new shape: 3 pods of 1 GPU on team-b. Deleted,
+ * it leaves the ledger empty. */
+static void test_spec_edit_while_admitted(void **state)
+{
+  static const char *const nodes[] = {"lc-a-:8", NULL};
+  struct jobopt o = JOB;
+  json_t *items, *patch;
+  char url[512], pod[300], *body, *resp = NULL;
+  int st;
+
+  (void)state;
+  env_up(nodes);
+  create_quota("team-a", "team-a", 8);
+  create_quota("team-b", "team-a", 8);
+  ctl_up(&env.ctl, NULL);
+  o.gpus = 2;
+  create_job("edited", &o);
+  assert_true(wait_phase("edited", "Running"));
+  assert_true(gq_test_wait_field(&env.sim, TQ "/team-a", "status.usedGPUs",
+                                 "2", WAIT_MS));
+  patch = gq_test_json_sq("{'spec':{'replicas':3,'gpusPerReplica':1,"
+                          "'team':'team-b'}}");
+  body = json_dumps(patch, JSON_COMPACT);
+  snprintf(url, sizeof(url), "%s" GJ "/namespaces/team-a/gpujobs/edited",
+           env.sim.url);
+  st = gq_test_http("PATCH", url, body, "application/merge-patch+json", NULL,
+                    &resp);
+  if (st != 200)
+    fail_msg("PATCH edited: status %d: %s", st, resp ? resp : "");
+  free(resp);
+  free(body);
+  json_decref(patch);
+  assert_true(wait_events("edited", "SpecChangeDeferred", 1));
+  assert_status_str("team-a", "edited", "phase", "Running");
+  assert_pods_once("edited", 1, "1");
+  assert_true(gq_test_wait_field(&env.sim, TQ "/team-a", "status.usedGPUs",
+                                 "2", 0));
+  assert_int_equal(ledger_used(), 2);
+  /* its pod goes: the next attempt is admitted with the edited spec */
+  items = job_pods("team-a", "edited");
+  snprintf(pod, sizeof(pod), "/api/v1/namespaces/team-a/pods/%s",
+           json_string_value(json_object_get(json_object_get(
+               json_array_get(items, 0), "metadata"), "name")));
+  json_decref(items);
+  json_decref(gq_test_sim_call(&env.sim, "DELETE", pod, NULL, 200));
+  assert_true(gq_test_wait_field(&env.sim, GJ "/namespaces/team-a/gpujobs/"
+                                 "edited", "status.attempts", "2", WAIT_MS));
+  assert_true(wait_phase("edited", "Running"));
+  assert_pods_once("edited", 3, "2");
+  assert_true(gq_test_wait_field(&env.sim, TQ "/team-b", "status.usedGPUs",
+                                 "3", WAIT_MS));
+  assert_true(gq_test_wait_field(&env.sim, TQ "/team-a", "status.usedGPUs",
+                                 "0", WAIT_MS));
+  assert_int_equal(ledger_used(), 3);
+  json_decref(gq_test_sim_call(&env.sim, "DELETE", GJ "/namespaces/team-a/"
+                               "gpujobs/edited", NULL, 200));
+  for (int t = 0; t < WAIT_MS && (st = http_get(GJ "/namespaces/team-a/"
+                                                "gpujobs/edited", &patch)) ==
+                                     200; t += 50) {
+    json_decref(patch);
+    gq_test_sleep_ms(50);
+  }
+  assert_int_equal(st, 404);
+  items = job_pods("team-a", "edited");
+  assert_int_equal(json_array_size(items), 0);
+  json_decref(items);
+  assert_true(gq_test_wait_field(&env.sim, TQ "/team-b", "status.usedGPUs",
+                                 "0", WAIT_MS));
+  assert_ledger_empty();
+  finish(0);
+}
+
 /* ---- 5. SIGKILL and restart ---------------------------------------------- */
 
 /* Quota 12 on 16 GPUs: k1 (4) and k2 (2x2) are admitted, k3 (8) waits
@@ -1063,6 +1157,7 @@ int main(void)
       cmocka_unit_test_teardown(test_active_deadline, env_down),
       cmocka_unit_test_teardown(test_terminating_holds, env_down),
       cmocka_unit_test_teardown(test_validation, env_down),
+      cmocka_unit_test_teardown(test_spec_edit_while_admitted, env_down),
       cmocka_unit_test_teardown(test_kill_restart, env_down),
       cmocka_unit_test_teardown(test_kill_mid_create, env_down),
       cmocka_unit_test_teardown(test_redis_loss, env_down),
