@@ -718,7 +718,7 @@ static int parse_args(struct bench *b, int argc, char **argv)
       {"flush", no_argument, NULL, 'f'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
-  int c, per;
+  int c, per, flight; /* teams per cohort; admissions in flight per team */
 
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     if (c == 'h') {
@@ -740,13 +740,13 @@ static int parse_args(struct bench *b, int argc, char **argv)
   /* a cohort's admissions in flight go round-robin over its teams, and a
    * team's refills follow its replies: each team must hold that many */
   per = b->teams / b->ncohorts;
-  if ((b->pipeline + per - 1) / per > b->jobs / b->teams) {
+  flight = (b->pipeline + per - 1) / per;
+  if (flight > b->jobs / b->teams) {
     fprintf(stderr,
             "bench_queue: error: --pipeline %d puts %d admissions "
             "in flight per team, more than the %lld jobs each team "
             "holds (--jobs %lld over --teams %d)\n",
-            b->pipeline, (b->pipeline + per - 1) / per, b->jobs / b->teams,
-            b->jobs, b->teams);
+            b->pipeline, flight, b->jobs / b->teams, b->jobs, b->teams);
     return -1;
   }
   return 0;

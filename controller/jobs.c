@@ -514,8 +514,7 @@ static void requeue(struct ctl *c, struct cjob *cj)
     status_event(c, cj, "Normal", "Requeued", "attempt %lld: queued again "
                  "in team '%s' (spec.team was edited)",
                  (long long)cj->attempt, j->team);
-    if (*cj->cohort || ctl_quota(c, cj->team))
-      redis_remove(c, cj);
+    redis_remove(c, cj); /* it was admitted: its keys exist */
     return;
   }
   status_event(c, cj, "Normal", "Requeued", "attempt %lld: back in team "
@@ -999,16 +998,16 @@ static void adopt(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
   }
 }
 
-/* 1 while cj's attempt holds or is acquiring an admission. Its team's use,
- * its ledger record (team, GPUs), its node array (cj->replicas entries)
- * and its pods were made with cj->team, cj->gpus and cj->replicas, so an
- * edit of spec.team, gpusPerReplica or replicas waits for the next
- * attempt, as Kubernetes keeps a running Job's pod template and Kueue an
- * admitted Workload's pod sets as they were. */
+/* 1 while cj holds an admission (from the decision on: jobs_use) or the
+ * node array of its last attempt. Its team's use, its ledger record (team,
+ * GPUs), that array (cj->replicas entries) and its pods were made with
+ * cj->team, cj->gpus and cj->replicas, so an edit of spec.team,
+ * gpusPerReplica or replicas waits for the next attempt, as Kubernetes
+ * keeps a running Job's pod template and Kueue an admitted Workload's pod
+ * sets as they were. */
 static int attempt_pinned(const struct cjob *cj)
 {
-  return cj->has_adm || cj->nodes || cj->state == CJ_ADMITTING ||
-         cj->state == CJ_ACTIVE || cj->state == CJ_TEARDOWN;
+  return cj->has_adm || cj->nodes;
 }
 
 /* Takes the spec's values into cj (on every reconcile); those an attempt
@@ -1025,7 +1024,7 @@ static void refresh(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
     cj->gpus = j->gpus;
     cj->replicas = j->replicas;
     cj->edit_told = 0;
-  } else if (!cj->edit_told &&
+  } else if (!cj->edit_told && cj->state != CJ_DONE &&
              (strcmp(cj->team, j->team) || cj->gpus != j->gpus ||
               cj->replicas != j->replicas)) {
     cj->edit_told = 1;
