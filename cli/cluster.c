@@ -6,15 +6,31 @@
 #include "base/alloc.h"
 #include "controller/place.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Counts pod p (its capacity record r) in its node's gpuq-pod counts. */
+static void count_gpuq(struct gq_cli_cluster *cl, const struct gq_pod *p,
+                       const struct gq_cap_pod *r)
+{
+  long at;
+
+  if (!r || !r->committed || !gq_meta_label(&p->meta, GQ_LBL_JOB))
+    return;
+  at = gq_snapshot_find(&cl->cap.snap, r->node);
+  if (at < 0)
+    return;
+  cl->gpuq_pods[at]++;
+  cl->leaving[at] += r->leaving;
+}
 
 void gq_cli_cluster_init(struct gq_cli_cluster *cl, const json_t *nodes,
                          const json_t *pods)
 {
   const json_t *items = json_object_get(nodes, "items"), *it;
   const struct gq_node **ptr;
-  char err[512];
+  char err[512], key[600];
   size_t i;
 
   memset(cl, 0, sizeof(*cl));
@@ -29,43 +45,32 @@ void gq_cli_cluster_init(struct gq_cli_cluster *cl, const json_t *nodes,
   ptr = gq_xcalloc(cl->n_nodes + 1, sizeof(*ptr));
   for (i = 0; i < cl->n_nodes; i++)
     ptr[i] = &cl->nodes[i];
-  gq_snapshot_init(&cl->snap, ptr, cl->n_nodes, NULL);
+  gq_capacity_init(&cl->cap, NULL);
+  gq_capacity_set_nodes(&cl->cap, ptr, cl->n_nodes);
   free(ptr);
   cl->gpuq_pods = gq_xcalloc(cl->n_nodes + 1, sizeof(*cl->gpuq_pods));
   cl->leaving = gq_xcalloc(cl->n_nodes + 1, sizeof(*cl->leaving));
   items = json_object_get(pods, "items");
-  cl->pods = gq_xcalloc(json_array_size(items) + 1, sizeof(*cl->pods));
   json_array_foreach(items, i, it) {
-    struct gq_pod *p = &cl->pods[cl->n_pods];
-    long at;
+    struct gq_pod p;
 
-    if (gq_pod_decode(it, p, err, sizeof(err)) != 0) {
+    if (gq_pod_decode(it, &p, err, sizeof(err)) != 0) {
       cl->skipped++;
       continue;
     }
-    at = p->sched.node_name[0] ? gq_snapshot_find(&cl->snap,
-                                                  p->sched.node_name) : -1;
-    if (at < 0 || !gq_pod_holds_resources(p)) {
-      gq_pod_release(p);
-      continue;
-    }
-    gq_snapshot_commit(&cl->snap, p->sched.node_name, &p->sched, +1);
-    if (gq_meta_label(&p->meta, GQ_LBL_JOB)) {
-      cl->gpuq_pods[at]++;
-      cl->leaving[at] += p->meta.deletion_ms != 0 || p->disruption != NULL;
-    }
-    cl->n_pods++;
+    /* the controller's rules, the controller's code: bound pods and
+     * gpuq's pinned ones, terminating pods included (capacity.h) */
+    snprintf(key, sizeof(key), "%s/%s", p.meta.ns, p.meta.name);
+    count_gpuq(cl, &p, gq_capacity_pod(&cl->cap, key, &p));
+    gq_pod_release(&p);
   }
 }
 
 void gq_cli_cluster_release(struct gq_cli_cluster *cl)
 {
-  gq_snapshot_release(&cl->snap);
-  for (size_t i = 0; i < cl->n_pods; i++)
-    gq_pod_release(&cl->pods[i]);
+  gq_capacity_release(&cl->cap);
   for (size_t i = 0; i < cl->n_nodes; i++)
     gq_node_release(&cl->nodes[i]);
-  free(cl->pods);
   free(cl->nodes);
   free(cl->gpuq_pods);
   free(cl->leaving);
@@ -95,8 +100,8 @@ size_t gq_cli_why_nodes(const struct gq_cli_cluster *cl,
   size_t fits = 0;
 
   gq_place_replica_request(j, &r);
-  for (size_t i = 0; i < cl->snap.n; i++) {
-    const struct gq_node *n = cl->snap.nodes[i].node;
+  for (size_t i = 0; i < cl->cap.snap.n; i++) {
+    const struct gq_node *n = cl->cap.snap.nodes[i].node;
     char why[512] = "";
     const char *reason = gq_place_node_check(n, j, NULL, &r, why,
                                              sizeof(why));
@@ -109,7 +114,7 @@ size_t gq_cli_why_nodes(const struct gq_cli_cluster *cl,
                n->gpu_product ? n->gpu_product : "(none)", j->gpu_resource);
     }
     if (!reason) {
-      const char *res = gq_fit_check(n, &cl->snap.nodes[i].used, &r, why,
+      const char *res = gq_fit_check(n, &cl->cap.snap.nodes[i].used, &r, why,
                                      sizeof(why));
 
       if (res)

@@ -1,9 +1,10 @@
 /* cli/cluster.h - the cluster as `kubectl gpuq nodes` and `kubectl gpuq
- * why` see it: every Node, and the capacity snapshot of
- * controller/snapshot.h with every bound pod that still holds its
- * resources committed (the controller's own capacity model, so the plugin
- * and the controller agree on what is free), plus the per-node verdict for
- * a pending job.
+ * why` see it: every Node, and the capacity the controller's own builder
+ * (controller/capacity.h) makes of the nodes and pods: every bound pod
+ * that still holds its resources, gpuq's pods pinned to a node and not
+ * bound yet, terminating pods, so that the plugin and the controller agree
+ * on what is free on every node; plus the per-node verdict for a pending
+ * job.
  *
  * Objects that do not decode are skipped and counted (a plugin reports
  * what it can; the count is printed as a warning).
@@ -17,18 +18,17 @@
 #include "api/node.h"
 #include "api/pod.h"
 #include "api/teamquota.h"
-#include "controller/snapshot.h"
+#include "controller/capacity.h"
 
 struct gq_cli_cluster {
   struct gq_node *nodes;   /* owned, decoded */
   size_t n_nodes;
-  struct gq_pod *pods;     /* owned: bound pods that hold resources */
-  size_t n_pods;
   size_t *gpuq_pods;       /* per snapshot node: gpuq pods holding it */
   size_t *leaving;         /* per snapshot node: of those, pods being
                               deleted or evicted (deletionTimestamp or a
                               DisruptionTarget condition) */
-  struct gq_snapshot snap; /* nodes sorted by name, pods committed */
+  struct gq_capacity cap;  /* cap.snap: nodes sorted by name, every pod
+                              that holds resources committed */
   size_t skipped;          /* objects that did not decode */
 };
 

@@ -312,8 +312,8 @@ int gq_cli_nodes(int argc, char **argv)
     return 1;
   }
   rows = json_array();
-  for (size_t i = 0; i < cl.snap.n; i++) {
-    const struct gq_node *n = cl.snap.nodes[i].node;
+  for (size_t i = 0; i < cl.cap.snap.n; i++) {
+    const struct gq_node *n = cl.cap.snap.nodes[i].node;
     char status[96];
 
     gq_cli_node_status(n, cl.leaving[i], status, sizeof(status));
@@ -326,8 +326,8 @@ int gq_cli_nodes(int argc, char **argv)
           "name", n->meta.name, "product", n->gpu_product, "resource", res,
           "capacity", (json_int_t)n->capacity[k].value,
           "allocatable", (json_int_t)alloc,
-          "used", (json_int_t)gq_node_usage_get(&cl.snap.nodes[i].used, res),
-          "free", (json_int_t)gq_snapshot_available(&cl.snap, i, res),
+          "used", (json_int_t)gq_node_usage_get(&cl.cap.snap.nodes[i].used, res),
+          "free", (json_int_t)gq_snapshot_available(&cl.cap.snap, i, res),
           "gpuqPods", (json_int_t)cl.gpuq_pods[i],
           "cordoned", n->unschedulable,
           "draining", strstr(status, "Draining") != NULL,

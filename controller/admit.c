@@ -99,117 +99,35 @@ static void add_rel(struct pass *p, const char *node,
 
 /* ---- the capacity snapshot, kept between passes -------------------- */
 
-static void commit_rec(struct ctl *c, struct cpod *r, int sign)
-{
-  if (sign > 0)
-    r->committed = c->snap_valid &&
-                   gq_snapshot_commit(&c->snap, r->node, &r->req, 1) == 0;
-  else if (r->committed && c->snap_valid)
-    gq_snapshot_commit(&c->snap, r->node, &r->req, -1);
-}
-
-static void free_rec(struct cpod *r)
-{
-  free(r->key);
-  free(r->node);
-  free(r->job_uid);
-  jobs_assumed_release(&r->req);
-  free(r);
-}
-
-/* A pod changed (pod NULL: it is gone): what it holds on its node is
- * uncommitted, then committed again as it now is. A pod holds its node's
- * resources while bound (or, gpuq's own, pinned: annotation gpuq.dev/node)
- * and not finished; a terminating pod still holds them (DESIGN §3). */
-void admit_pod(struct ctl *c, const char *key, const struct gq_pod *pod)
-{
-  struct cpod *r;
-  const char *node = NULL, *uid;
-
-  HASH_FIND_STR(c->held, key, r);
-  if (r) {
-    commit_rec(c, r, -1);
-    HASH_DEL(c->held, r);
-    free_rec(r);
-  }
-  if (!pod || !gq_pod_holds_resources(pod))
-    return;
-  node = pod->sched.node_name;
-  uid = gq_meta_label(&pod->meta, GQ_LBL_JOB_UID);
-  if (!*node && uid) { /* gpuq's pinned pod, not bound yet */
-    const json_t *an = json_object_get(json_object_get(pod->json, "metadata"),
-                                       "annotations");
-    node = json_string_value(json_object_get(an, GQ_ANN_NODE));
-  }
-  if (!node || !*node)
-    return;
-  r = gq_xcalloc(1, sizeof(*r));
-  r->key = gq_xstrdup(key);
-  r->node = gq_xstrdup(node);
-  r->job_uid = uid ? gq_xstrdup(uid) : NULL;
-  jobs_copy_request(&pod->sched, &r->req);
-  r->deletion_ms = pod->meta.deletion_ms;
-  r->grace_s = pod->meta.deletion_grace_s >= 0 ? pod->meta.deletion_grace_s
-                                               : pod->sched.grace_s;
-  HASH_ADD_KEYPTR(hh, c->held, r->key, strlen(r->key), r);
-  commit_rec(c, r, 1);
-}
-
-void admit_nodes_changed(struct ctl *c)
-{
-  c->snap_valid = 0;
-}
-
-void admit_commit(struct ctl *c, const char *node,
-                  const struct gq_podsched *req, int sign)
-{
-  if (c->snap_valid)
-    gq_snapshot_commit(&c->snap, node, req, sign);
-}
+struct collect {
+  struct ctl *c;
+  const struct gq_node **nodes;
+  size_t n;
+};
 
 static void collect_node(const json_t *obj, void *typed, void *arg)
 {
-  struct ctl *c = arg;
+  struct collect *x = arg;
 
   if (typed)
-    c->snap_nodes[c->snap.n++] = typed;
-  status_node(c, obj, typed);
+    x->nodes[x->n++] = typed;
+  status_node(x->c, obj, typed);
 }
 
-/* Rebuilds the snapshot from the nodes (after a node changed), then counts
- * every holding pod and assumption on it again. */
+/* Rebuilds the snapshot from the nodes (after a node changed): every held
+ * pod and assumption is counted on it again (controller/capacity.h). */
 static void snapshot_rebuild(struct ctl *c)
 {
-  struct cpod *r, *rt;
-  struct cassumed *a, *at;
-  size_t n = 0;
+  struct collect x = {c, NULL, 0};
 
-  gq_snapshot_release(&c->snap);
-  free(c->snap_nodes);
-  c->snap_nodes = gq_xcalloc(gq_informer_size(c->inf_nodes) + 1,
-                             sizeof(*c->snap_nodes));
-  c->snap.n = 0;
-  gq_informer_foreach(c->inf_nodes, collect_node, c);
-  n = c->snap.n;
-  gq_snapshot_init(&c->snap, c->snap_nodes, n, c->o.topology_key);
-  c->snap_valid = 1;
-  HASH_ITER(hh, c->held, r, rt) commit_rec(c, r, 1);
-  HASH_ITER(hh, c->assumed, a, at)
-    gq_snapshot_commit(&c->snap, a->node, &a->req, 1);
+  x.nodes = gq_xcalloc(gq_informer_size(c->inf_nodes) + 1, sizeof(*x.nodes));
+  gq_informer_foreach(c->inf_nodes, collect_node, &x);
+  gq_capacity_set_nodes(&c->cap, x.nodes, x.n);
+  free(x.nodes);
 }
 
 void admit_free(struct ctl *c)
 {
-  struct cpod *r, *rt;
-
-  HASH_ITER(hh, c->held, r, rt) {
-    HASH_DEL(c->held, r);
-    free_rec(r);
-  }
-  gq_snapshot_release(&c->snap);
-  free(c->snap_nodes);
-  c->snap_nodes = NULL;
-  c->snap_valid = 0;
   free(c->preemptors); /* the jobs themselves free their reservations */
   c->preemptors = NULL;
   c->n_preemptors = 0;
@@ -222,10 +140,10 @@ void admit_free(struct ctl *c)
  * each holder is expected to free its requests. */
 static void build_rel(struct pass *p)
 {
-  struct cpod *r, *rt;
-  struct cassumed *a, *at;
+  struct gq_cap_pod *r, *rt;
+  struct gq_cap_assumed *a, *at;
 
-  HASH_ITER(hh, p->c->held, r, rt) {
+  HASH_ITER(hh, p->c->cap.held, r, rt) {
     struct cjob *cj = r->job_uid ? ctl_job(p->c, r->job_uid) : NULL;
 
     if (!r->committed)
@@ -240,7 +158,7 @@ static void build_rel(struct pass *p)
       add_rel(p, r->node, &r->req, -1);
     }
   }
-  HASH_ITER(hh, p->c->assumed, a, at) add_rel(p, a->node, &a->req, -1);
+  HASH_ITER(hh, p->c->cap.assumed, a, at) add_rel(p, a->node, &a->req, -1);
   p->rel_built = 1;
 }
 
@@ -577,7 +495,7 @@ static int try_preempt(struct pass *p, struct cohort_pass *cp, size_t ti,
   struct pcand *byuid = NULL, *pc, *pt, **list = NULL;
   struct gq_preempt_cand *cand;
   struct cjob *x;
-  struct cpod *r, *rt;
+  struct gq_cap_pod *r, *rt;
   size_t n = 0, *victims, *out;
   struct gq_assignment a;
   struct gq_preempt_ask ask;
@@ -598,7 +516,7 @@ static int try_preempt(struct pass *p, struct cohort_pass *cp, size_t ti,
   /* the candidates are the admitted jobs that hold pods: found from the
    * held pods (hundreds), not by walking every job the controller knows
    * (tens of thousands, most of them done) */
-  HASH_ITER(hh, c->held, r, rt) {
+  HASH_ITER(hh, c->cap.held, r, rt) {
     if (!r->committed || !r->job_uid)
       continue;
     HASH_FIND_STR(byuid, r->job_uid, pc);
@@ -1033,9 +951,9 @@ void admit_pass(struct ctl *c)
   p.c = c;
   p.now_ms = gq_clock_now_ms();
   p.resv_min = -1;
-  if (!c->snap_valid)
+  if (!c->cap.valid)
     snapshot_rebuild(c);
-  p.s = &c->snap;
+  p.s = &c->cap.snap;
   preemptor_resv(&p);
   gq_metric_add(c->m_passes, NULL, 1);
   HASH_ITER(hh, c->cohorts, k, tk) {

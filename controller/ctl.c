@@ -24,6 +24,9 @@
 #define TICK_MS 500              /* deadline checks (real ms) */
 #define TICK_MIN_MS 20           /* and at a deadline, at most this often:
                                     each check walks every admitted job */
+#define WQ_BATCH 4096            /* jobs reconciled per loop turn */
+#define PASS_STARVE_MS 1000      /* a pass at least this often (real ms)
+                                    while marks keep the work queue busy */
 
 static const struct gq_lc lc = {"controller", "ctl", NULL};
 
@@ -88,50 +91,6 @@ static void rel_pod(void *p)
 
 /* ---- the cache ---------------------------------------------------------- */
 
-const char *ctl_meta_str(const json_t *o, const char *k)
-{
-  const char *v =
-      json_string_value(json_object_get(json_object_get(o, "metadata"), k));
-  return v ? v : "";
-}
-
-struct cjob *ctl_job(struct ctl *c, const char *uid)
-{
-  struct cjob *cj;
-
-  HASH_FIND_STR(c->jobs, uid, cj);
-  return cj;
-}
-
-static void mark(struct ctl *c, struct cjob *cj)
-{
-  if (!cj || cj->dirty)
-    return;
-  cj->dirty = 1;
-  cj->dnext = c->dirty;
-  c->dirty = cj;
-  ctl_schedule_pass(c);
-}
-
-void ctl_active(struct ctl *c, struct cjob *cj)
-{
-  cj->state = CJ_ACTIVE;
-  if (!cj->act_prev)
-    DL_APPEND2(c->active, cj, act_prev, act_next);
-}
-
-void ctl_active_del(struct ctl *c, struct cjob *cj)
-{
-  if (!cj->act_prev)
-    return;
-  DL_DELETE2(c->active, cj, act_prev, act_next);
-  cj->act_prev = cj->act_next = NULL;
-}
-
-void ctl_mark(struct ctl *c, struct cjob *cj)
-{
-  mark(c, cj);
-}
 
 static struct cjob *job_for(struct ctl *c, const json_t *obj)
 {
@@ -154,142 +113,16 @@ static struct cjob *job_for(struct ctl *c, const json_t *obj)
   return cj;
 }
 
-struct cjob *ctl_job_new(struct ctl *c, const char *uid, const char *ns,
-                         const char *name)
-{
-  size_t lns = strlen(ns), lname = strlen(name), luid = strlen(uid);
-  struct cjob *cj = gq_xcalloc(1, sizeof(*cj));
-  char *b = gq_xmalloc(2 * (lns + lname + 2) + luid + 1);
-
-  /* "ns/name\0ns\0name\0uid\0" */
-  cj->key = b;
-  memcpy(b, ns, lns);
-  b[lns] = '/';
-  memcpy(b + lns + 1, name, lname + 1);
-  b += lns + lname + 2;
-  cj->ns = memcpy(b, ns, lns + 1);
-  b += lns + 1;
-  cj->name = memcpy(b, name, lname + 1);
-  b += lname + 1;
-  cj->uid = memcpy(b, uid, luid + 1);
-  cj->team = cj->cohort = cj->flavor = cj->reason = "";
-  cj->eta_ms = -1;
-  cj->expected_s = cj->deadline_s = cj->startup_s = -1;
-  HASH_ADD_KEYPTR(hh, c->jobs, cj->uid, luid, cj);
-  return cj;
-}
-
-const struct gq_gpujob *ctl_job_obj(struct ctl *c, const struct cjob *cj)
-{
-  const struct gq_gpujob *j = gq_informer_typed(c->inf_jobs, cj->key);
-
-  return j && !strcmp(j->meta.uid, cj->uid) ? j : NULL;
-}
-
-const struct gq_gpujob *ctl_job_spec(struct ctl *c, const struct cjob *cj)
-{
-  const struct gq_gpujob *j = ctl_job_obj(c, cj);
-
-  return j && !j->invalid ? j : NULL;
-}
-
-const char *ctl_intern(struct ctl *c, const char *s)
-{
-  struct cstr *e;
-  size_t n;
-
-  if (!*s)
-    return "";
-  HASH_FIND_STR(c->strs, s, e);
-  if (!e) {
-    n = strlen(s);
-    e = gq_xmalloc(sizeof(*e) + n + 1);
-    memset(e, 0, sizeof(*e));
-    memcpy(e->s, s, n + 1);
-    HASH_ADD_KEYPTR(hh, c->strs, e->s, n, e);
-  }
-  return e->s;
-}
-
-const struct gq_teamquota *ctl_quota(struct ctl *c, const char *team)
-{
-  return gq_informer_typed(c->inf_quotas, team);
-}
-
-struct cteam *ctl_team(struct ctl *c, const char *name)
-{
-  struct cteam *t;
-
-  HASH_FIND_STR(c->teams, name, t);
-  if (!t) {
-    t = gq_xcalloc(1, sizeof(*t));
-    t->name = gq_xstrdup(name);
-    HASH_ADD_KEYPTR(hh, c->teams, t->name, strlen(t->name), t);
-  }
-  return t;
-}
-
-/* The cohort record of a team: its cohort, or "~team" when it has none
- * (the tag queue/queue.h uses). */
-struct ccohort *ctl_cohort(struct ctl *c, const char *team_cohort,
-                           const char *team)
-{
-  char name[300];
-  struct ccohort *k;
-
-  if (team_cohort && *team_cohort)
-    snprintf(name, sizeof(name), "%s", team_cohort);
-  else
-    snprintf(name, sizeof(name), "~%s", team);
-  HASH_FIND_STR(c->cohorts, name, k);
-  if (!k) {
-    k = gq_xcalloc(1, sizeof(*k));
-    k->name = gq_xstrdup(name);
-    snprintf(k->redis_cohort, sizeof(k->redis_cohort), "%s",
-             team_cohort ? team_cohort : "");
-    HASH_ADD_KEYPTR(hh, c->cohorts, k->name, strlen(k->name), k);
-  }
-  return k;
-}
-
-int ctl_acting(const struct ctl *c)
-{
-  return c->synced && !c->stopping && (c->leading || !c->o.leader_elect);
-}
-
-void ctl_write_begin(struct ctl *c)
-{
-  c->inflight++;
-}
-
-void ctl_write_end(struct ctl *c)
-{
-  if (c->inflight)
-    c->inflight--;
-}
-
-void ctl_api_error(struct ctl *c, const char *verb, const char *what, int rc,
-                   const struct gq_k8s_status *st)
-{
-  static struct gq_log_limit lim = {.interval_ms = 1000};
-  const char *labels[] = {verb};
-
-  gq_metric_add(c->m_api_errors, labels, 1);
-  GQ_LOG_LIMITED(&lim, GQ_WARN, &lc, "%s %s: %s (%d %s)", verb, what,
-                 gq_strerror(rc), st ? st->code : 0,
-                 st && *st->message ? st->message : "");
-}
-
 /* ---- informer handlers ------------------------------------------------- */
 
 static void job_add(const json_t *o, void *arg)
 {
-  mark(arg, job_for(arg, o));
+  ctl_mark(arg, job_for(arg, o));
 }
 static void job_update(const json_t *old, const json_t *o, void *arg)
 {
   (void)old;
-  mark(arg, job_for(arg, o));
+  ctl_mark(arg, job_for(arg, o));
 }
 static void job_del(const json_t *o, void *arg)
 {
@@ -298,7 +131,7 @@ static void job_del(const json_t *o, void *arg)
 
   if (cj) {
     cj->gone = 1;
-    mark(c, cj);
+    ctl_mark(c, cj);
   }
 }
 
@@ -318,7 +151,7 @@ static void mark_all(struct ctl *c, const char *team, const char *pclass)
       if (!j || !j->priority_class || strcmp(j->priority_class, pclass))
         continue;
     }
-    mark(c, cj);
+    ctl_mark(c, cj);
   }
 }
 
@@ -376,7 +209,7 @@ static void pod_mark(const json_t *o, void *arg)
   const char *uid = json_string_value(json_object_get(labels, GQ_LBL_JOB_UID));
 
   if (uid)
-    mark(c, ctl_job(c, uid));
+    ctl_mark(c, ctl_job(c, uid));
   ctl_schedule_pass(c);
 }
 static void pod_key(const json_t *o, char *buf, size_t len)
@@ -391,7 +224,7 @@ static void pod_add(const json_t *o, void *arg)
 
   pod_key(o, key, sizeof(key));
   jobs_pod_seen(c, o, 1);
-  admit_pod(c, key, gq_informer_typed(c->inf_pods, key));
+  gq_capacity_pod(&c->cap, key, gq_informer_typed(c->inf_pods, key));
   pod_mark(o, arg);
 }
 static int pod_terminal(const json_t *o)
@@ -439,7 +272,7 @@ static void pod_del(const json_t *o, void *arg)
     freed(c);
   pod_key(o, key, sizeof(key));
   jobs_pod_seen(arg, o, 0);
-  admit_pod(c, key, NULL);
+  gq_capacity_pod(&c->cap, key, NULL);
   pod_mark(o, arg);
 }
 
@@ -451,7 +284,7 @@ static void node_changed(const json_t *o, void *arg)
 
   if (n)
     disrupt_node(c, n);
-  admit_nodes_changed(arg);
+  gq_capacity_invalidate(&c->cap);
   ctl_schedule_pass(arg);
 }
 static void node_update(const json_t *old, const json_t *o, void *arg)
@@ -470,6 +303,7 @@ static void synced(void *arg)
       !gq_informer_synced(c->inf_pdbs))
     return;
   c->synced = 1;
+  c->settled = 0;
   GQ_LOG(GQ_INFO, &lc, "caches synced: %zu gpujobs, %zu teamquotas, "
          "%zu nodes, %zu pods", gq_informer_size(c->inf_jobs),
          gq_informer_size(c->inf_quotas), gq_informer_size(c->inf_nodes),
@@ -529,223 +363,68 @@ static void redis_state(struct gq_rq *r, int ready, const char *why,
   }
 }
 
-/* ---- rebuild: Redis from what the objects show (DESIGN §6) -------------- */
-
-struct rb_ctx {
-  struct ctl *c;
-  struct ccohort *k;
-  char *team; /* one team of the cohort: the ledger read names one */
-};
-
-static void rb_ver(int rc, long long version, const struct gq_ledger_use *use,
-                   size_t n, void *arg)
-{
-  struct rb_ctx *x = arg;
-
-  (void)use;
-  (void)n;
-  ctl_write_end(x->c);
-  x->k->rebuilding = 0;
-  if (rc == 0) {
-    x->k->ver = version;
-    x->k->rebuilt = 1;
-  } else {
-    GQ_LOG(GQ_WARN, &lc, "ledger read of cohort %s failed: %s", x->k->name,
-           gq_strerror(rc));
-  }
-  ctl_schedule_pass(x->c);
-  free(x->team);
-  free(x);
-}
-
-static void rb_done(int rc, const struct gq_rb_drift *d, void *arg)
-{
-  struct rb_ctx *x = arg;
-  struct ctl *c = x->c;
-  const char *team = x->team;
-  const char *labels[] = {x->k->name};
-
-  ctl_write_end(c);
-  if (rc != 0) {
-    const char *l[] = {"rebuild"};
-
-    gq_metric_add(c->m_redis_errors, l, 1);
-    GQ_LOG(GQ_WARN, &lc, "rebuild of cohort %s failed: %s", x->k->name,
-           gq_strerror(rc));
-    x->k->rebuilding = 0;
-    free(x->team);
-    free(x);
-    return;
-  }
-  gq_metric_set(c->m_drift, labels, (double)d->gpus_diff);
-  /* only queued jobs missing: those gpuq has not enqueued yet (start-up,
-   * reconnect: the rebuild writes them, not one enqueue per job) */
-  if (d->jobs_extra || d->jobs_changed || d->adms_missing || d->adms_extra ||
-      d->gpus_diff)
-    GQ_LOG(GQ_WARN, &lc, "ledger drift repaired in cohort %s: jobs missing=%lld"
-           " extra=%lld changed=%lld, admissions missing=%lld extra=%lld, "
-           "gpus=%lld", x->k->name, d->jobs_missing, d->jobs_extra,
-           d->jobs_changed, d->adms_missing, d->adms_extra, d->gpus_diff);
-  else if (d->jobs_missing)
-    GQ_LOG(GQ_INFO, &lc, "queue of cohort %s written from the objects: %lld "
-           "jobs", x->k->name, d->jobs_missing);
-  if (d->jobs_old_layout)
-    GQ_LOG(GQ_INFO, &lc, "cohort %s: %lld job hashes of an older gpuq's "
-           "layout rewritten", x->k->name, d->jobs_old_layout);
-  ctl_write_begin(c);
-  if (gq_queue_ledger(&c->q, x->k->redis_cohort, &team, 1, rb_ver, x) != 0) {
-    ctl_write_end(c);
-    x->k->rebuilding = 0;
-    free(x->team);
-    free(x);
-  }
-}
-
-/* Starts rebuilding cohort k from the cache: the jobs queued or holding an
- * admission, and their admissions. */
-static void rebuild(struct ctl *c, struct ccohort *k)
-{
-  struct cteam *t, *tt;
-  struct cjob *cj, *tmp;
-  const char **teams = NULL;
-  struct gq_rb_job *jobs = NULL;
-  struct gq_rb_adm *adms = NULL;
-  size_t nt = 0, nj = 0, na = 0, cj_cap = 0;
-  struct rb_ctx *x;
-  int rc;
-
-  HASH_ITER(hh, c->teams, t, tt) {
-    if (ctl_cohort(c, t->cohort, t->name) != k || !ctl_quota(c, t->name))
-      continue;
-    teams = gq_xrealloc(teams, (nt + 1) * sizeof(*teams));
-    teams[nt++] = t->name;
-  }
-  HASH_ITER(hh, c->jobs, cj, tmp) {
-    int held = cj->has_adm;
-
-    if (cj->state != CJ_QUEUED && !held)
-      continue;
-    if (ctl_cohort(c, cj->cohort, cj->team) != k)
-      continue;
-    if (nj == cj_cap) {
-      cj_cap = cj_cap ? 2 * cj_cap : 64;
-      jobs = gq_xrealloc(jobs, cj_cap * sizeof(*jobs));
-      adms = gq_xrealloc(adms, cj_cap * sizeof(*adms));
-    }
-    jobs[nj++] = (struct gq_rb_job){cj->uid, cj->team, cj->ns, cj->name,
-                                    cj->priority, cj->queued_ms, held};
-    if (held)
-      adms[na++] = (struct gq_rb_adm){cj->uid, cj->team, cj->flavor,
-                                      (long)cj->attempt, cj->gpus};
-  }
-  if (nt == 0) { /* no TeamQuota left in it: nothing to keep */
-    k->rebuilt = 1;
-    free(jobs);
-    free(adms);
-    return;
-  }
-  x = gq_xcalloc(1, sizeof(*x));
-  x->c = c;
-  x->k = k;
-  x->team = gq_xstrdup(teams[0]);
-  k->rebuilding = 1;
-  ctl_write_begin(c);
-  rc = gq_queue_rebuild(&c->q, k->redis_cohort, teams, nt, jobs, nj, adms, na,
-                        1, rb_done, x);
-  if (rc != 0) {
-    ctl_write_end(c);
-    k->rebuilding = 0;
-    free(x->team);
-    free(x);
-  }
-  free(teams);
-  free(jobs);
-  free(adms);
-}
-
-/* Makes sure every cohort with a TeamQuota has been rebuilt since Redis
- * (re)connected. Returns 1 when all are. */
-static int cohorts_ready(struct ctl *c)
-{
-  struct cteam *t, *tt;
-  int all = 1;
-
-  HASH_ITER(hh, c->teams, t, tt) {
-    struct ccohort *k;
-
-    if (!ctl_quota(c, t->name))
-      continue;
-    k = ctl_cohort(c, t->cohort, t->name);
-    if (k->rebuilt)
-      continue;
-    all = 0;
-    /* not while admits or releases are in flight: the objects' side is
-     * read now and Redis's over several round trips, so one applied
-     * meanwhile would count as drift and be "repaired" back (and admits
-     * refused after a stale one roll back first) */
-    if (!k->rebuilding && !k->inflight && c->redis_ready)
-      rebuild(c, k);
-  }
-  return all;
-}
-
 /* ---- the pass ---------------------------------------------------------- */
-
-/* 1 while an admit or release script is in flight in some cohort. */
-static int admitting(const struct ctl *c)
-{
-  const struct ccohort *k, *tmp;
-
-  HASH_ITER(hh, c->cohorts, k, tmp)
-    if (k->inflight)
-      return 1;
-  return 0;
-}
 
 static void tick(uv_timer_t *tm);
 
+/* The deadline tick, when due (tick()): active deadlines, startup
+ * timeouts, drain waits; the timer is re-armed for the earliest limit. */
+static void run_tick(struct ctl *c)
+{
+  int64_t next = -1;
+
+  if (!c->tick_due)
+    return;
+  c->tick_due = 0;
+  jobs_tick(c, gq_clock_now_ms(), &next);
+  if (next >= 0) { /* the earliest limit is due before the next tick */
+    int64_t d = gq_clock_to_real(gq_clock_get(), next) - gq_clock_real_ms();
+
+    if (d < TICK_MS)
+      uv_timer_start(&c->tick_timer, tick,
+                     d > TICK_MIN_MS ? (uint64_t)d + 1 : TICK_MIN_MS,
+                     TICK_MS);
+  }
+}
+
+/* Reconciles at most WQ_BATCH marked jobs (the loop serves the API client,
+ * Redis and the endpoints between batches), then, once none is left, the
+ * deadline tick and the admission pass. The pass waits for the work
+ * queue: it decides over every job's reconciled state, as the first pass
+ * after a start must (the rebuild writes the queues from it). Only when
+ * marks keep coming for PASS_STARVE_MS is a pass run between batches. */
 static void run_pass(uv_timer_t *tm)
 {
   struct ctl *c = tm->data;
   struct cjob *cj;
-  int64_t next = -1;
+  size_t n = 0;
+  int64_t now;
 
   c->pass_scheduled = 0;
   if (!ctl_acting(c))
     return;
-  while ((cj = c->dirty)) {
-    c->dirty = cj->dnext;
-    cj->dirty = 0;
-    cj->dnext = NULL;
+  while (n++ < WQ_BATCH && (cj = wq_pop(c))) {
     jobs_reconcile(c, cj);
+    wq_done(c, cj);
   }
-  if (c->tick_due) {
-    c->tick_due = 0;
-    jobs_tick(c, gq_clock_now_ms(), &next);
-    if (next >= 0) { /* the earliest limit is due before the next tick */
-      int64_t d = gq_clock_to_real(gq_clock_get(), next) - gq_clock_real_ms();
-
-      if (d < TICK_MS)
-        uv_timer_start(&c->tick_timer, tick,
-                       d > TICK_MIN_MS ? (uint64_t)d + 1 : TICK_MIN_MS,
-                       TICK_MS);
-    }
+  now = gq_clock_mono_ms();
+  if (wq_len(c)) {
+    ctl_schedule_pass(c);
+    if (!c->settled || now - c->pass_ms < PASS_STARVE_MS)
+      return;
+  } else {
+    c->settled = 1;
   }
+  c->pass_ms = now;
+  run_tick(c);
   queued_backend_state(c);
-  if (c->redis_ready && cohorts_ready(c))
+  if (c->redis_ready && ledger_ready(c))
     admit_pass(c);
   status_quotas(c);
-  if (c->frees_n && !c->creating && !admitting(c))
+  if (c->frees_n && !c->creating && !ledger_admitting(c))
     c->frees_n = 0; /* a pass saw them and nothing will be created for them */
 }
 
-void ctl_schedule_pass(struct ctl *c)
-{
-  if (c->pass_scheduled || c->stopping)
-    return;
-  c->pass_scheduled = 1;
-  uv_timer_start(&c->pass_timer, run_pass, 0, 0);
-}
 
 /* Gives the free heap back to the OS. glibc keeps freed memory in its
  * arena, and the JSON the controller parses and drops (list pages, watch
@@ -787,132 +466,9 @@ static void tick(uv_timer_t *tm)
   trim_heap(c);
 }
 
-/* ---- the periodic ledger audit (DESIGN §4) ------------------------------ */
-
-/* One cohort's ledger as the cache had it when the read was sent. */
-struct audit_ctx {
-  struct ctl *c;
-  char *cohort;        /* ccohort name */
-  long long ver;       /* k->ver then */
-  char **teams;        /* owned */
-  size_t nt;
-  struct gq_ledger_use *use; /* flavors owned */
-  size_t nu;
-};
-
-static void audit_free(struct audit_ctx *x)
-{
-  for (size_t i = 0; i < x->nt; i++)
-    free(x->teams[i]);
-  for (size_t i = 0; i < x->nu; i++)
-    free((char *)x->use[i].flavor);
-  free(x->teams);
-  free(x->use);
-  free(x->cohort);
-  free(x);
-}
-
-/* |a - b| summed over every (team, flavor) of either list. */
-static long long use_diff(const struct gq_ledger_use *a, size_t na,
-                          const struct gq_ledger_use *b, size_t nb)
-{
-  long long d = 0;
-
-  for (size_t i = 0; i < na; i++) {
-    long long o = 0;
-
-    for (size_t j = 0; j < nb; j++)
-      if (b[j].team == a[i].team && !strcmp(b[j].flavor, a[i].flavor))
-        o = b[j].gpus;
-    d += a[i].gpus > o ? a[i].gpus - o : o - a[i].gpus;
-  }
-  for (size_t j = 0; j < nb; j++) {
-    int found = 0;
-
-    for (size_t i = 0; i < na && !found; i++)
-      found = a[i].team == b[j].team && !strcmp(a[i].flavor, b[j].flavor);
-    if (!found)
-      d += b[j].gpus > 0 ? b[j].gpus : -b[j].gpus;
-  }
-  return d;
-}
-
-static void audit_read(int rc, long long version,
-                       const struct gq_ledger_use *use, size_t n, void *arg)
-{
-  struct audit_ctx *x = arg;
-  struct ctl *c = x->c;
-  struct ccohort *k;
-  long long d;
-
-  ctl_write_end(c);
-  HASH_FIND_STR(c->cohorts, x->cohort, k);
-  if (rc != 0 || !k || !k->rebuilt || k->rebuilding) {
-    audit_free(x);
-    return;
-  }
-  d = use_diff(x->use, x->nu, use, n);
-  if (d) {
-    GQ_LOG(GQ_WARN, &lc, "ledger audit of cohort %s: Redis differs from the "
-           "pods by %lld GPUs: rebuilding", k->name, d);
-    k->rebuilt = 0; /* the rebuild exports the drift and repairs it */
-    ctl_schedule_pass(c);
-  } else {
-    const char *labels[] = {k->name};
-
-    GQ_LOG(GQ_DEBUG, &lc, "ledger audit of cohort %s: no drift (version "
-           "%lld)", k->name, version);
-    gq_metric_set(c->m_drift, labels, 0);
-    if (version != x->ver && k->ver == x->ver && !k->inflight)
-      k->ver = version; /* nothing sent since the read: Redis's is right */
-  }
-  audit_free(x);
-}
-
-/* Compares cohort k's ledger in Redis (one read) with the cache's use, as
- * of now: called only when no admit or release of k is in flight, and
- * Redis answers in order, so whatever is sent after the read cannot count
- * as drift. Admission goes on meanwhile; only a difference rebuilds. */
-static void audit_cohort(struct ctl *c, struct ccohort *k)
-{
-  struct audit_ctx *x = gq_xcalloc(1, sizeof(*x));
-  struct cteam *t, *tt;
-
-  x->c = c;
-  x->cohort = gq_xstrdup(k->name);
-  x->ver = k->ver;
-  HASH_ITER(hh, c->teams, t, tt) {
-    if (ctl_cohort(c, t->cohort, t->name) != k || !ctl_quota(c, t->name))
-      continue;
-    x->teams = gq_xrealloc(x->teams, (x->nt + 1) * sizeof(*x->teams));
-    for (size_t i = 0; i < t->n_use; i++) {
-      if (!t->use[i].gpus)
-        continue;
-      x->use = gq_xrealloc(x->use, (x->nu + 1) * sizeof(*x->use));
-      x->use[x->nu++] = (struct gq_ledger_use){
-          x->nt, gq_xstrdup(t->use[i].key), t->use[i].gpus};
-    }
-    x->teams[x->nt++] = gq_xstrdup(t->name);
-  }
-  ctl_write_begin(c);
-  if (x->nt == 0 ||
-      gq_queue_ledger(&c->q, k->redis_cohort, (const char *const *)x->teams,
-                      x->nt, audit_read, x) != 0) {
-    ctl_write_end(c);
-    audit_free(x);
-  }
-}
-
 static void audit(uv_timer_t *tm)
 {
-  struct ctl *c = tm->data;
-  struct ccohort *k, *tmp;
-
-  if (!ctl_acting(c) || !c->redis_ready)
-    return;
-  HASH_ITER(hh, c->cohorts, k, tmp)
-    if (k->rebuilt && !k->inflight && !k->rebuilding)
-      audit_cohort(c, k);
+  ledger_audit(tm->data);
 }
 
 static void sweep(uv_timer_t *tm)
@@ -934,6 +490,7 @@ static void lead_start(void *arg)
 
   GQ_LOG(GQ_INFO, &lc, "became leader (%s)", c->o.identity);
   c->leading = 1;
+  c->settled = 0;
   gq_metric_set(c->m_leader, NULL, 1);
   HASH_ITER(hh, c->cohorts, k, tmp) k->rebuilt = 0;
   mark_all(c, NULL, NULL);
@@ -965,7 +522,8 @@ struct gq_ctl *gq_ctl_new(uv_loop_t *loop, struct gq_kclient *kc,
   static const double lat_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01,
                                        0.025, 0.05, 0.1, 0.25, 1};
   const char *tf[] = {"team", "flavor"}, *tm[] = {"team"},
-             *vb[] = {"verb"}, *op[] = {"op"}, *ch[] = {"cohort"};
+             *vb[] = {"verb"}, *op[] = {"op"}, *ch[] = {"cohort"},
+             *nr[] = {"node", "resource"};
   struct gq_metrics *m;
 
   c->loop = loop;
@@ -983,6 +541,7 @@ struct gq_ctl *gq_ctl_new(uv_loop_t *loop, struct gq_kclient *kc,
   c->o.lease_name = gq_xstrdup(o->lease_name ? o->lease_name
                                              : "gpuq-controller");
   c->o.identity = gq_xstrdup(o->identity ? o->identity : "gpuq-controller");
+  gq_capacity_init(&c->cap, c->o.topology_key);
   if (c->o.audit_s <= 0)
     c->o.audit_s = 60;
   if (c->o.sweep_ms <= 0)
@@ -999,6 +558,8 @@ struct gq_ctl *gq_ctl_new(uv_loop_t *loop, struct gq_kclient *kc,
   uv_timer_init(loop, &c->sweep_timer);
   uv_timer_init(loop, &c->stop_timer);
   uv_timer_init(loop, &c->audit_timer);
+  wq_init(c);
+  c->pass_cb = run_pass;
   c->pass_timer.data = c->tick_timer.data = c->sweep_timer.data =
       c->stop_timer.data = c->audit_timer.data = c;
 
@@ -1041,6 +602,10 @@ struct gq_ctl *gq_ctl_new(uv_loop_t *loop, struct gq_kclient *kc,
       "client's rate limit and window (real seconds; the server's own time "
       "is not in it).",
       0, NULL, lat_buckets, sizeof(lat_buckets) / sizeof(lat_buckets[0]));
+  c->m_node_free = gq_metrics_gauge(m, "gpuq_node_free_gpus",
+      "GPUs (and MIG slices) free on the node in the controller's capacity "
+      "snapshot: allocatable minus what bound, pinned, terminating and "
+      "assumed pods hold, per extended resource.", 2, nr);
   c->m_passes = gq_metrics_counter(m, "gpuq_admission_passes_total",
       "Admission passes run.", 0, NULL);
   c->m_leader = gq_metrics_gauge(m, "gpuq_leader", "1 while this replica "
@@ -1138,7 +703,6 @@ static void free_all(struct ctl *c)
   struct cjob *cj, *tj;
   struct cteam *t, *tt;
   struct ccohort *k, *tk;
-  struct cassumed *a, *ta;
   struct cstr *sx, *ts;
 
   c->sq_head[0] = c->sq_head[1] = c->sq_tail[0] = c->sq_tail[1] = NULL;
@@ -1164,13 +728,8 @@ static void free_all(struct ctl *c)
   status_free(c);
   status_drop_events(c);
   admit_free(c);
-  HASH_ITER(hh, c->assumed, a, ta) {
-    HASH_DEL(c->assumed, a);
-    free(a->key);
-    free(a->node);
-    jobs_assumed_release(&a->req);
-    free(a);
-  }
+  gq_capacity_release(&c->cap);
+  wq_free(c);
   HASH_ITER(hh, c->strs, sx, ts) {
     HASH_DEL(c->strs, sx);
     free(sx);
@@ -1211,7 +770,8 @@ static void finish_stop(struct ctl *c)
   gq_informer_stop(c->inf_pcs);
   gq_informer_stop(c->inf_pdbs);
   gq_rq_close(c->rq);
-  c->closing = 5;
+  c->closing = 6;
+  uv_close((uv_handle_t *)&c->wq_timer, closed);
   uv_close((uv_handle_t *)&c->pass_timer, closed);
   uv_close((uv_handle_t *)&c->tick_timer, closed);
   uv_close((uv_handle_t *)&c->sweep_timer, closed);
@@ -1252,6 +812,7 @@ void gq_ctl_stop(struct gq_ctl *gc, void (*done)(void *arg), void *arg)
   uv_timer_stop(&c->tick_timer);
   uv_timer_stop(&c->sweep_timer);
   uv_timer_stop(&c->audit_timer);
+  uv_timer_stop(&c->wq_timer);
   c->stop_ms = gq_clock_mono_ms();
   uv_timer_start(&c->stop_timer, stop_wait, 0, 20);
 }

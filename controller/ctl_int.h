@@ -23,6 +23,7 @@
 #include "controller/assign.h"
 #include "controller/ctl.h"
 #include "controller/metrics.h"
+#include "controller/capacity.h"
 #include "controller/snapshot.h"
 #include "queue/queue.h"
 
@@ -94,7 +95,7 @@ struct cjob {
   const char *message; /* a reference to a shared string (gq_intern) */
   struct cjob *snext; /* next in its status write lane (sq) */
   struct cteam *t;   /* its team's queue while CJ_QUEUED */
-  struct cjob *dnext; /* next on the dirty list */
+  struct cjob *wq_prev, *wq_next; /* in the work queue (wq.c) */
   /* checkpoints and disruptions (DESIGN §5, disrupt.c) */
   char *ckpt;           /* status.lastCheckpoint.location (owned), or NULL */
   int64_t ckpt_ms;      /* its time (virtual ms) */
@@ -121,7 +122,10 @@ struct cjob {
   unsigned char adopted;    /* state read back from status and pods */
   unsigned char status_inflight, status_again;
   unsigned char sq;         /* in a status write lane: 1 urgent, 2 background */
-  unsigned char dirty;      /* on the dirty list */
+  unsigned char dirty;      /* marked: in the work queue, or to be queued
+                               again once processed (wq.c) */
+  unsigned char processing; /* being reconciled now (wq.c) */
+  unsigned char wq_fails;   /* errors in a row: the backoff's exponent */
   unsigned char preempted;  /* disrupted and not running again yet */
   unsigned char pdb;        /* its PodDisruptionBudget was created */
   unsigned char edit_told;  /* a SpecChangeDeferred event was sent for this
@@ -176,28 +180,6 @@ struct ccohort {
   UT_hash_handle hh;
 };
 
-/* A pod gpuq created (or is creating) that the pod informer has not
- * shown yet: it is committed to the snapshot as if bound. */
-struct cassumed {
-  char *key; /* "ns/name" of the pod */
-  char *node;
-  struct gq_podsched req;
-  UT_hash_handle hh;
-};
-
-/* A pod that holds resources on a node, as the capacity snapshot counts
- * it (owned copies: the informer replaces its pods on every update). */
-struct cpod {
-  char *key;      /* "ns/name" */
-  char *node;
-  char *job_uid;  /* gpuq's pods: the GpuJob's uid; NULL otherwise */
-  struct gq_podsched req; /* owned requests (jobs_copy_request) */
-  int64_t deletion_ms, grace_s;
-  int committed;  /* counted in ctl.snap */
-  int forced;     /* force-deleted (disrupt.c) */
-  UT_hash_handle hh;
-};
-
 /* A node reported as having lost GPUs (Ready, allocatable < capacity). */
 struct clost {
   char *name;
@@ -232,15 +214,19 @@ struct ctl {
   struct cjob *active;       /* admitted jobs for the tick (ctl_active) */
   struct cteam *teams;       /* by name */
   struct ccohort *cohorts;   /* by name */
-  struct cassumed *assumed;  /* by pod key */
-  struct cjob *dirty;        /* jobs to reconcile in the next pass */
+  /* the work queue (wq.c): marked jobs in order, the one being
+   * processed, and keys waiting out an error's backoff */
+  struct cjob *wq_head, *wq_cur;
+  size_t wq_len;
+  struct wq_later *later;
+  size_t n_later;
+  uv_timer_t wq_timer;
+  uv_timer_cb pass_cb;       /* what a scheduled pass runs (ctl.c) */
   struct clost *lost;        /* nodes reported with lost GPUs */
-  /* the capacity snapshot, kept up to date by pod events and assumptions,
-   * rebuilt from the nodes when a node changes (admit.c) */
-  struct gq_snapshot snap;
-  const struct gq_node **snap_nodes;
-  int snap_valid;
-  struct cpod *held;         /* pods holding resources, by key */
+  /* held and assumed pods and the capacity snapshot, kept up to date by
+   * pod events and assumptions, rebuilt from the nodes when a node
+   * changes (controller/capacity.h) */
+  struct gq_capacity cap;
   struct cjob **preemptors;  /* jobs with resv_nodes (admit.c) */
   size_t n_preemptors;
   struct cjob **draining;    /* jobs in Preempting (disrupt.c) */
@@ -253,6 +239,10 @@ struct ctl {
   struct cevent *ev_head, *ev_tail;
   unsigned ev_n, ev_inflight;
   int64_t pos_ms;            /* real ms of the last top-positions refresh */
+  int64_t pass_ms;           /* mono ms of the last admission pass (ctl.c) */
+  int settled;               /* the work queue has been empty once since
+                                acting began: passes may then run between
+                                batches (ctl.c run_pass) */
   int leading, stopping, redis_ready, synced;
   int backend_down_shown; /* queued jobs show QueueBackendUnavailable */
   int pass_scheduled;
@@ -279,6 +269,7 @@ struct ctl {
   int closing;               /* timers still closing at stop */
   int64_t tick_ms;           /* virtual ms of the last deadline tick */
   struct gq_metric *m_freed_to_create;
+  struct gq_metric *m_node_free; /* gpuq_node_free_gpus (status.c) */
   int64_t trim_ms;           /* mono ms of the last heap trim (ctl.c) */
   int tick_due;
 };
@@ -290,38 +281,114 @@ struct ctl {
 #define CTL_WORK (&(const struct gq_kclient_call){GQ_KPRIO_HIGH, 1, NULL})
 #define CTL_REPORT (&(const struct gq_kclient_call){GQ_KPRIO_LOW, 1, NULL})
 
-/* ctl.c */
+/* store.c: the records and their lookups (no I/O) */
 /* metadata.<k> of an object as a string, "" when absent (borrowed). */
 const char *ctl_meta_str(const json_t *o, const char *k);
-void ctl_schedule_pass(struct ctl *c);
+/* The job record of uid, or NULL (borrowed: freed by jobs_forget). */
 struct cjob *ctl_job(struct ctl *c, const char *uid);
+/* A new job record for (uid, ns, name) (copied), added to c->jobs; the
+ * controller owns it (jobs_forget frees it). */
+struct cjob *ctl_job_new(struct ctl *c, const char *uid, const char *ns,
+                         const char *name);
 /* Sets cj->state to CJ_ACTIVE and puts cj on c->active if it is not
  * there, so that the deadline tick walks the admitted jobs, not every job
  * the controller knows (most of them done at 100k jobs). */
 void ctl_active(struct ctl *c, struct cjob *cj);
 /* Takes cj off c->active (no-op if it is not on it). */
 void ctl_active_del(struct ctl *c, struct cjob *cj);
-/* A new job record for (uid, ns, name), added to c->jobs. */
-struct cjob *ctl_job_new(struct ctl *c, const char *uid, const char *ns,
-                         const char *name);
 /* The stored GpuJob of cj (borrowed, valid until the informer's next
  * change), or NULL when it is gone: ctl_job_obj() also returns an invalid
  * one (j->invalid set), ctl_job_spec() only a valid one. */
 const struct gq_gpujob *ctl_job_obj(struct ctl *c, const struct cjob *cj);
-/* Puts cj (may be NULL: no-op) on the dirty list for the next pass. */
-void ctl_mark(struct ctl *c, struct cjob *cj);
 const struct gq_gpujob *ctl_job_spec(struct ctl *c, const struct cjob *cj);
 /* Returns a copy of s that lives as long as c (equal strings share one). */
 const char *ctl_intern(struct ctl *c, const char *s);
+/* The decoded TeamQuota named team (borrowed from the informer, valid
+ * until its next change), or NULL. */
 const struct gq_teamquota *ctl_quota(struct ctl *c, const char *team);
+/* The team record of name, created empty if there is none (a team exists
+ * as soon as a job names it). Borrowed: lives as long as c. */
 struct cteam *ctl_team(struct ctl *c, const char *name);
+/* The cohort record of a team: its cohort (team_cohort, may be NULL or
+ * ""), or "~team" for a team without one; created if new. Borrowed. */
 struct ccohort *ctl_cohort(struct ctl *c, const char *team_cohort,
                            const char *team);
+/* 1 while this controller acts: caches synced, not stopping, and leading
+ * (or without leader election). */
 int ctl_acting(const struct ctl *c);
+/* Counts an API or Redis write in flight (the graceful stop waits for
+ * them): begin before sending, end in its callback. */
 void ctl_write_begin(struct ctl *c);
 void ctl_write_end(struct ctl *c);
+/* Counts and logs (rate-limited) a failed API request: verb ("create"),
+ * what ("pod"), rc (GQ_E*), st (the server's Status, may be NULL). */
 void ctl_api_error(struct ctl *c, const char *verb, const char *what, int rc,
                    const struct gq_k8s_status *st);
+/* Inserts cj into its team's in-memory queue at its place (priority, queue
+ * time, uid: queue/queue.h's member order) and sets it CJ_QUEUED with its
+ * team's cohort; no-op when it is queued. Redis is the caller's. */
+void store_queue_insert(struct ctl *c, struct cjob *cj);
+/* Takes cj out of its team's in-memory queue (Redis is told separately:
+ * admitted jobs leave it in the admit script, deleted ones by remove). */
+void jobs_queue_del(struct ctl *c, struct cjob *cj);
+/* Counts one admitted job more (sign 1) or less (-1) at priority prio in
+ * t->adm_prio; an entry that reaches 0 is dropped. */
+void store_prio_count(struct cteam *t, int32_t prio, int sign);
+/* Adds (sign 1) or removes (-1) cj's admission (cj->gpus under
+ * cj->flavor) from its team's use; no-op if it already is (not) counted. */
+void jobs_use(struct ctl *c, struct cjob *cj, int sign);
+/* Assumes the pods of cj's current attempt on cj->nodes in the capacity
+ * snapshot (client-go's scheduler "assume", controller/capacity.h), until
+ * the pod informer shows them or their creation fails. */
+void jobs_assume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);
+/* Drops what jobs_assume() assumed (an admission that did not happen).
+ * j is NULL when the GpuJob is gone: the pod names then come from cj. */
+void jobs_unassume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);
+
+/* wq.c: the work queue of job keys, after client-go's util/workqueue:
+ * fair (processed in the order marked) and stingy (a key marked several
+ * times runs once; one marked while it is processed runs once more
+ * afterwards), with a per-key exponential backoff for errors (5 ms
+ * doubling, up to 328 s). The key is the job record; a record freed while
+ * queued is taken out (wq_drop). */
+/* Marks cj (may be NULL: no-op) for a reconcile and asks for a pass. */
+void ctl_mark(struct ctl *c, struct cjob *cj);
+/* Asks for a pass on the next loop turn (run_pass in ctl.c: the work
+ * queue, the tick, the admission pass); no-op while stopping. */
+void ctl_schedule_pass(struct ctl *c);
+/* The next marked job, now being processed (NULL when none). Call
+ * wq_done() after processing it. */
+struct cjob *wq_pop(struct ctl *c);
+/* cj's processing is over; if it was marked meanwhile it is queued
+ * again. cj may have been freed meanwhile (only the pointer is compared). */
+void wq_done(struct ctl *c, struct cjob *cj);
+/* Marked jobs waiting to be processed. */
+size_t wq_len(const struct ctl *c);
+/* Marks cj again after its backoff (an error): 5 ms, then doubling for
+ * each error in a row until wq_forget(). */
+void wq_retry(struct ctl *c, struct cjob *cj);
+/* cj succeeded: its next error starts the backoff from the beginning. */
+void wq_forget(struct cjob *cj);
+/* Takes cj out of the work queue (it is about to be freed). */
+void wq_drop(struct ctl *c, struct cjob *cj);
+/* Sets up the backoff timer on c->loop (gq_ctl_new) / frees what the
+ * queue holds (at the end; the timer is closed by the caller). */
+void wq_init(struct ctl *c);
+void wq_free(struct ctl *c);
+
+/* ledger.c: Redis's queues and ledger rebuilt from the objects, audited */
+/* Makes sure every cohort with a TeamQuota has been rebuilt since Redis
+ * (re)connected, starting the rebuilds that are due (not while a cohort
+ * has admits or releases in flight). Returns 1 when all are rebuilt. */
+int ledger_ready(struct ctl *c);
+/* 1 while an admit or release script is in flight in some cohort. */
+int ledger_admitting(const struct ctl *c);
+/* Compares each idle cohort's ledger in Redis (one read) with the use the
+ * controller counts; a difference marks the cohort for a rebuild (the
+ * audit timer, every --audit-interval). */
+void ledger_audit(struct ctl *c);
+
+/* ctl.c */
 /* A pod create went on the wire (api/client.h's sent hook): observes the
  * time since the oldest unanswered free in gpuq_freed_to_create_seconds and
  * drops it (nothing if no free waits). */
@@ -330,8 +397,6 @@ void ctl_refilled(struct ctl *c);
 /* jobs.c */
 void jobs_reconcile(struct ctl *c, struct cjob *cj);
 void jobs_queue_add(struct ctl *c, struct cjob *cj);
-void jobs_queue_del(struct ctl *c, struct cjob *cj);
-void jobs_use(struct ctl *c, struct cjob *cj, int sign);
 void jobs_create_pods(struct ctl *c, struct cjob *cj);
 void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms);
 void jobs_forget(struct ctl *c, struct cjob *cj);
@@ -348,14 +413,7 @@ const char *jobs_td_record(enum cj_td td);
  * room for (DESIGN §4), or NULL. */
 void jobs_preempt(struct ctl *c, struct cjob *cj, struct cjob *by,
                   const char *cause, const char *why);
-/* Copies the requests of r into out with names owned; free with
- * jobs_assumed_release(). */
-void jobs_copy_request(const struct gq_podsched *r, struct gq_podsched *out);
-/* Frees the owned requests of an assumed pod. */
-void jobs_assumed_release(struct gq_podsched *req);
 void jobs_pod_seen(struct ctl *c, const json_t *pod, int present);
-void jobs_assume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);
-void jobs_unassume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);
 
 /* disrupt.c: the checkpoint protocol on disruptions (DESIGN §5) */
 /* Registers the preemption metrics on c->metrics (gq_ctl_new). */
@@ -404,10 +462,6 @@ void disrupt_forget(struct cjob *cj);
 
 /* admit.c */
 void admit_pass(struct ctl *c);
-void admit_pod(struct ctl *c, const char *key, const struct gq_pod *pod);
-void admit_nodes_changed(struct ctl *c);
-void admit_commit(struct ctl *c, const char *node,
-                  const struct gq_podsched *req, int sign);
 void admit_free(struct ctl *c);
 /* Drops the GPUs reserved for preemptor cj (admitted, gone, or its victims
  * are gone); no-op without a reservation. */

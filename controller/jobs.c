@@ -29,20 +29,7 @@ static const struct gq_lc lc = {"controller", "jobs", NULL};
 
 #define REDELETE_MS 5000 /* resend pod deletions that did not take */
 
-static void forget_assumed(struct ctl *c, const char *key);
-
 /* ---- the team queues (in memory, in the same order as Redis's) --------- */
-
-/* Queue order: priority (high first), queue time (early first), uid
- * (DESIGN §4; queue/queue.h's member order). */
-static int before(const struct cjob *a, const struct cjob *b)
-{
-  if (a->priority != b->priority)
-    return a->priority > b->priority;
-  if (a->queued_ms != b->queued_ms)
-    return a->queued_ms < b->queued_ms;
-  return strcmp(a->uid, b->uid) < 0;
-}
 
 static void redis_done(int rc, const char *state, long long v, void *arg)
 {
@@ -76,33 +63,12 @@ static void redis_release_done(int rc, const char *state, long long v,
 /* Inserts cj into its team's queue and Redis's (idempotent there). */
 void jobs_queue_add(struct ctl *c, struct cjob *cj)
 {
-  struct cteam *t = ctl_team(c, cj->team);
-  size_t lo = 0, hi = t->n;
   struct gq_qjob qj;
   struct ccohort *k;
 
   if (cj->t)
     return;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-
-    if (before(t->q[mid], cj))
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  if (t->n == t->cap) {
-    t->cap = t->cap ? 2 * t->cap : 16;
-    t->q = gq_xrealloc(t->q, t->cap * sizeof(*t->q));
-  }
-  memmove(t->q + lo + 1, t->q + lo, (t->n - lo) * sizeof(*t->q));
-  t->q[lo] = cj;
-  t->n++;
-  t->pending_gpus += cj->gpus;
-  cj->t = t;
-  cj->qprio = cj->priority;
-  cj->state = CJ_QUEUED;
-  cj->cohort = ctl_intern(c, t->cohort);
+  store_queue_insert(c, cj);
   k = ctl_cohort(c, cj->cohort, cj->team);
   if (!k->rebuilt && !k->rebuilding)
     return; /* the cohort's coming rebuild writes it (at start-up: all of
@@ -114,75 +80,11 @@ void jobs_queue_add(struct ctl *c, struct cjob *cj)
     ctl_write_end(c);
 }
 
-/* Takes cj out of its team's in-memory queue (Redis is told separately:
- * admitted jobs leave it in the admit script, deleted ones by remove). */
-void jobs_queue_del(struct ctl *c, struct cjob *cj)
-{
-  struct cteam *t = cj->t;
-  size_t i;
-
-  (void)c;
-  if (!t)
-    return;
-  for (i = 0; i < t->n && t->q[i] != cj; i++)
-    ;
-  if (i < t->n) {
-    memmove(t->q + i, t->q + i + 1, (t->n - i - 1) * sizeof(*t->q));
-    t->n--;
-    t->pending_gpus -= cj->gpus;
-  }
-  cj->t = NULL;
-  cj->position = 0;
-}
-
 static void redis_remove(struct ctl *c, struct cjob *cj)
 {
   ctl_write_begin(c);
   if (gq_queue_remove(&c->q, cj->cohort, cj->team, cj->uid, redis_done, c))
     ctl_write_end(c);
-}
-
-/* Counts one admitted job more (sign 1) or less (-1) at priority prio in
- * t->adm_prio; an entry that reaches 0 is dropped. */
-static void prio_count(struct cteam *t, int32_t prio, int sign)
-{
-  size_t i;
-
-  for (i = 0; i < t->n_adm_prio && t->adm_prio[i].prio != prio; i++)
-    ;
-  if (i == t->n_adm_prio) {
-    if (sign < 0)
-      return;
-    t->adm_prio = gq_xrealloc(t->adm_prio,
-                              (t->n_adm_prio + 1) * sizeof(*t->adm_prio));
-    t->adm_prio[t->n_adm_prio++] = (struct cprio){prio, 0};
-  }
-  if ((t->adm_prio[i].n += sign) <= 0)
-    t->adm_prio[i] = t->adm_prio[--t->n_adm_prio];
-}
-
-/* Adds (sign 1) or removes (-1) cj's admission from its team's use. */
-void jobs_use(struct ctl *c, struct cjob *cj, int sign)
-{
-  struct cteam *t = ctl_team(c, cj->team);
-  size_t i;
-
-  if ((sign > 0) == (cj->has_adm != 0))
-    return;
-  cj->has_adm = sign > 0;
-  if (sign > 0)
-    cj->adm_prio = cj->priority;
-  prio_count(t, cj->adm_prio, sign);
-  for (i = 0; i < t->n_use && strcmp(t->use[i].key, cj->flavor); i++)
-    ;
-  if (i == t->n_use) {
-    t->use = gq_xrealloc(t->use, (t->n_use + 1) * sizeof(*t->use));
-    snprintf(t->use[i].key, sizeof(t->use[i].key), "%s", cj->flavor);
-    t->use[i].gpus = 0;
-    t->n_use++;
-  }
-  t->use[i].gpus += sign * cj->gpus;
-  t->admitted_jobs += sign;
 }
 
 /* Releases cj's admission in Redis (idempotent) and in memory. */
@@ -217,6 +119,7 @@ static void free_nodes(struct cjob *cj)
 /* Frees cj (already out of the jobs table). */
 void jobs_forget(struct ctl *c, struct cjob *cj)
 {
+  wq_drop(c, cj);
   ctl_active_del(c, cj);
   status_forget(c, cj);
   disrupt_victim_done(c, cj);
@@ -275,7 +178,7 @@ void jobs_pod_seen(struct ctl *c, const json_t *pod, int present)
   snprintf(key, sizeof(key), "%s/%s", ns, name);
   disrupt_pod_seen(c, cj, pod);
   if (present)
-    forget_assumed(c, key);
+    gq_capacity_unassume(&c->cap, key);
   for (i = 0; i < cj->n_pods && strcmp(cj->pods[i], key); i++)
     ;
   if (present && i == cj->n_pods) {
@@ -589,28 +492,13 @@ struct create_ctx {
   int64_t attempt;
 };
 
-static void forget_assumed(struct ctl *c, const char *key)
-{
-  struct cassumed *a;
-
-  HASH_FIND_STR(c->assumed, key, a);
-  if (!a)
-    return;
-  HASH_DEL(c->assumed, a);
-  admit_commit(c, a->node, &a->req, -1);
-  free(a->key);
-  free(a->node);
-  jobs_assumed_release(&a->req);
-  free(a);
-}
-
 static void created_one(struct ctl *c, struct create_ctx *x, int ok)
 {
   struct cjob *cj = ctl_job(c, x->uid);
 
   c->creating--;
   if (!ok)
-    forget_assumed(c, x->pod_key);
+    gq_capacity_unassume(&c->cap, x->pod_key);
   if (cj && cj->attempt == x->attempt && cj->creates_left > 0) {
     cj->creates_left--;
     if (!ok && cj->state == CJ_ACTIVE)
@@ -689,82 +577,6 @@ static void service_done(int rc, const struct gq_k8s_status *st,
   ctl_write_end(c);
   if (rc != 0 && rc != GQ_EEXIST)
     ctl_api_error(c, "create", "service", rc, st);
-}
-
-/* The requests of one replica of j, with names owned (an assumption
- * outlives the job document it was made from: the informer replaces it on
- * every update). Only the requests are kept; the rest is empty. */
-void jobs_copy_request(const struct gq_podsched *r, struct gq_podsched *out)
-{
-  memset(out, 0, sizeof(*out));
-  out->node_name = "";
-  out->cpu_milli = r->cpu_milli;
-  out->memory_bytes = r->memory_bytes;
-  out->grace_s = r->grace_s;
-  out->n_extended = r->n_extended;
-  out->extended = gq_xcalloc(r->n_extended + 1, sizeof(*out->extended));
-  for (size_t i = 0; i < r->n_extended; i++) {
-    out->extended[i].name = gq_xstrdup(r->extended[i].name);
-    out->extended[i].value = r->extended[i].value;
-  }
-}
-
-static void own_request(const struct gq_gpujob *j, struct gq_podsched *out)
-{
-  struct gq_podsched r;
-
-  gq_place_replica_request(j, &r);
-  jobs_copy_request(&r, out);
-  gq_place_replica_release(&r);
-}
-
-void jobs_assumed_release(struct gq_podsched *req)
-{
-  for (size_t i = 0; i < req->n_extended; i++)
-    free((char *)req->extended[i].name);
-  free(req->extended);
-  memset(req, 0, sizeof(*req));
-}
-
-/* Assumes the pods of cj's current attempt on cj->nodes in the capacity
- * snapshot (client-go's scheduler "assume"), until the pod informer shows
- * them or their creation fails. */
-void jobs_assume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
-{
-  char name[GQ_POD_NAME_MAX + 1];
-
-  for (int32_t r = 0; r < cj->replicas; r++) {
-    struct cassumed *a = gq_xcalloc(1, sizeof(*a));
-
-    gq_podspec_pod_name(j, cj->attempt, r, name, sizeof(name));
-    a->key = gq_xasprintf("%s/%s", cj->ns, name);
-    a->node = gq_xstrdup(cj->nodes[r]);
-    own_request(j, &a->req);
-    forget_assumed(c, a->key);
-    HASH_ADD_KEYPTR(hh, c->assumed, a->key, strlen(a->key), a);
-    admit_commit(c, a->node, &a->req, 1);
-  }
-}
-
-/* Drops what jobs_assume() assumed (an admission that did not happen).
- * j is NULL when the GpuJob is gone: the pod names then come from cj's
- * name and uid, as jobs_assume() took them from j. */
-void jobs_unassume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
-{
-  char name[GQ_POD_NAME_MAX + 1], key[600];
-  struct gq_gpujob gone;
-
-  if (!j) {
-    memset(&gone, 0, sizeof(gone));
-    gone.meta.name = cj->name;
-    gone.meta.uid = cj->uid;
-    j = &gone;
-  }
-  for (int32_t r = 0; r < cj->replicas; r++) {
-    gq_podspec_pod_name(j, cj->attempt, r, name, sizeof(name));
-    snprintf(key, sizeof(key), "%s/%s", cj->ns, name);
-    forget_assumed(c, key);
-  }
 }
 
 /* Creates cj's Service (multi-replica) and pods on cj->nodes, assuming
@@ -855,7 +667,7 @@ static int resume_creates(struct ctl *c, struct cjob *cj,
     gq_podspec_pod_name(j, cj->attempt, r, name, sizeof(name));
     snprintf(key, sizeof(key), "%s/%s", cj->ns, name);
     if (gq_informer_get(c->inf_pods, key))
-      forget_assumed(c, key);
+      gq_capacity_unassume(&c->cap, key);
   }
   GQ_LOG(GQ_INFO, &lc, "job %s attempt %lld: pods missing after a restart; "
          "creating them again", cj->key, (long long)cj->attempt);
@@ -1053,8 +865,8 @@ static void refresh(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
     /* counted at the priority it now has (jobs_use's count per priority) */
     struct cteam *t = ctl_team(c, cj->team);
 
-    prio_count(t, cj->adm_prio, -1);
-    prio_count(t, cj->adm_prio = cj->priority, +1);
+    store_prio_count(t, cj->adm_prio, -1);
+    store_prio_count(t, cj->adm_prio = cj->priority, +1);
   }
   q = ctl_quota(c, cj->team);
   if (q && cj->state != CJ_QUEUED && !cj->has_adm)
@@ -1086,13 +898,13 @@ static void list_teams(struct ctl *c, char *buf, size_t len)
 static int pods_seen(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
 {
   char name[GQ_POD_NAME_MAX + 1], key[600];
-  struct cassumed *a;
+  struct gq_cap_assumed *a;
   int n = 0;
 
   for (int32_t r = 0; r < cj->replicas; r++) {
     gq_podspec_pod_name(j, cj->attempt, r, name, sizeof(name));
     snprintf(key, sizeof(key), "%s/%s", cj->ns, name);
-    HASH_FIND_STR(c->assumed, key, a);
+    HASH_FIND_STR(c->cap.assumed, key, a);
     n += a || gq_informer_get(c->inf_pods, key);
   }
   return n;

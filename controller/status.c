@@ -948,6 +948,30 @@ static void node_gauge(const json_t *obj, void *typed, void *arg)
     w->lost++;
 }
 
+/* Free GPUs (and MIG slices) per node as the controller's capacity
+ * snapshot has them: what `kubectl gpuq nodes` shows as FREE, from the
+ * same builder (controller/capacity.h). Left as it was while the snapshot
+ * waits for its rebuild after a node change. */
+static void node_free(struct ctl *c)
+{
+  const struct gq_snapshot *s = &c->cap.snap;
+
+  if (!c->cap.valid)
+    return;
+  gq_metric_reset(c->m_node_free);
+  for (size_t i = 0; i < s->n; i++) {
+    const struct gq_node *n = s->nodes[i].node;
+
+    for (size_t k = 0; k < n->n_capacity; k++) {
+      const char *l[] = {n->meta.name, n->capacity[k].name};
+
+      if (!strncmp(l[1], "nvidia.com/", 11))
+        gq_metric_set(c->m_node_free, l,
+                      (double)gq_snapshot_available(s, i, l[1]));
+    }
+  }
+}
+
 void status_metrics(struct ctl *c)
 {
   struct cteam *t, *tt;
@@ -984,4 +1008,5 @@ void status_metrics(struct ctl *c)
   gq_metric_set(c->m_frag, NULL, (double)c->frag_gpus);
   gq_informer_foreach(c->inf_nodes, node_gauge, &w);
   gq_metric_set(c->m_lost_nodes, NULL, (double)w.lost);
+  node_free(c);
 }

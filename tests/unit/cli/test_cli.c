@@ -314,24 +314,24 @@ static void test_node_status(void **state)
 
   (void)state;
   cluster(&cl);
-  a = gq_snapshot_find(&cl.snap, "a-full");
-  e = gq_snapshot_find(&cl.snap, "e-cordon");
+  a = gq_snapshot_find(&cl.cap.snap, "a-full");
+  e = gq_snapshot_find(&cl.cap.snap, "e-cordon");
   assert_true(a >= 0 && e >= 0);
   /* a-full: 8 GPUs used (the terminating pod still holds its 4), two gpuq
    * pods, one of them leaving; the finished pod on b-free holds nothing */
-  assert_int_equal(gq_snapshot_available(&cl.snap, (size_t)a,
+  assert_int_equal(gq_snapshot_available(&cl.cap.snap, (size_t)a,
                                          "nvidia.com/gpu"), 0);
   assert_int_equal(cl.gpuq_pods[a], 2);
   assert_int_equal(cl.leaving[a], 1);
-  assert_int_equal(gq_snapshot_available(&cl.snap,
-      (size_t)gq_snapshot_find(&cl.snap, "b-free"), "nvidia.com/gpu"), 8);
-  gq_cli_node_status(cl.snap.nodes[a].node, cl.leaving[a], buf, sizeof(buf));
+  assert_int_equal(gq_snapshot_available(&cl.cap.snap,
+      (size_t)gq_snapshot_find(&cl.cap.snap, "b-free"), "nvidia.com/gpu"), 8);
+  gq_cli_node_status(cl.cap.snap.nodes[a].node, cl.leaving[a], buf, sizeof(buf));
   assert_string_equal(buf, "Ready"); /* not cordoned: pods just end */
-  gq_cli_node_status(cl.snap.nodes[e].node, 0, buf, sizeof(buf));
+  gq_cli_node_status(cl.cap.snap.nodes[e].node, 0, buf, sizeof(buf));
   assert_string_equal(buf, "Ready,SchedulingDisabled");
-  gq_cli_node_status(cl.snap.nodes[e].node, 1, buf, sizeof(buf));
+  gq_cli_node_status(cl.cap.snap.nodes[e].node, 1, buf, sizeof(buf));
   assert_string_equal(buf, "Ready,SchedulingDisabled,Draining");
-  gq_cli_node_status(cl.snap.nodes[gq_snapshot_find(&cl.snap, "i-down")].node,
+  gq_cli_node_status(cl.cap.snap.nodes[gq_snapshot_find(&cl.cap.snap, "i-down")].node,
                      0, buf, sizeof(buf));
   assert_string_equal(buf, "NotReady");
   gq_cli_cluster_release(&cl);
