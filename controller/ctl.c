@@ -513,10 +513,10 @@ static void lead_stop(void *arg)
 
 /* ---- lifecycle ---------------------------------------------------------- */
 
-struct gq_ctl *gq_ctl_new(uv_loop_t *loop, struct gq_kclient *kc,
-                          const struct gq_ctl_opts *o)
+/* Registers the controller's metrics on o->metrics (names and meanings:
+ * docs/controller.md "Metrics"). */
+static void register_metrics(struct ctl *c)
 {
-  struct ctl *c = gq_xcalloc(1, sizeof(*c));
   static const double wait_buckets[] = {1, 10, 60, 300, 900, 3600, 14400,
                                         43200, 86400, 259200};
   static const double lat_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01,
@@ -526,44 +526,7 @@ struct gq_ctl *gq_ctl_new(uv_loop_t *loop, struct gq_kclient *kc,
              *nr[] = {"node", "resource"};
   struct gq_metrics *m;
 
-  c->loop = loop;
-  c->kc = kc;
-  c->o = *o;
-  c->o.redis_url = gq_xstrdup(o->redis_url);
-  c->o.redis_prefix = o->redis_prefix ? gq_xstrdup(o->redis_prefix) : NULL;
-  c->o.product_label = gq_xstrdup(o->product_label ? o->product_label
-                                                   : GQ_LABEL_GPU_PRODUCT);
-  c->o.topology_key =
-      gq_xstrdup(o->topology_key ? o->topology_key : GQ_TOPOLOGY_ZONE);
-  c->o.drain_taints = gq_xstrdup(o->drain_taints ? o->drain_taints
-                                                 : GQ_CTL_DRAIN_TAINTS);
-  c->o.lease_ns = gq_xstrdup(o->lease_ns ? o->lease_ns : "gpuq-system");
-  c->o.lease_name = gq_xstrdup(o->lease_name ? o->lease_name
-                                             : "gpuq-controller");
-  c->o.identity = gq_xstrdup(o->identity ? o->identity : "gpuq-controller");
-  gq_capacity_init(&c->cap, c->o.topology_key);
-  if (c->o.audit_s <= 0)
-    c->o.audit_s = 60;
-  if (c->o.sweep_ms <= 0)
-    c->o.sweep_ms = 100;
-  if (c->o.quota_status_ms <= 0)
-    c->o.quota_status_ms = 1000;
-  if (c->o.drain_wait_s <= 0)
-    c->o.drain_wait_s = 3600;
-  if (c->o.notready_timeout_s <= 0)
-    c->o.notready_timeout_s = 300;
-  g_product_label = c->o.product_label;
-  uv_timer_init(loop, &c->pass_timer);
-  uv_timer_init(loop, &c->tick_timer);
-  uv_timer_init(loop, &c->sweep_timer);
-  uv_timer_init(loop, &c->stop_timer);
-  uv_timer_init(loop, &c->audit_timer);
-  wq_init(c);
-  c->pass_cb = run_pass;
-  c->pass_timer.data = c->tick_timer.data = c->sweep_timer.data =
-      c->stop_timer.data = c->audit_timer.data = c;
-
-  m = c->metrics = o->metrics;
+  m = c->metrics;
   c->m_pending = gq_metrics_gauge(m, "gpuq_pending_jobs",
       "Jobs waiting in the team's queue.", 1, tm);
   c->m_admitted_gpus = gq_metrics_gauge(m, "gpuq_admitted_gpus",
@@ -615,6 +578,52 @@ struct gq_ctl *gq_ctl_new(uv_loop_t *loop, struct gq_kclient *kc,
       "connection is ready (connected, scripts loaded), else 0.", 0, NULL);
   gq_metric_set(c->m_leader, NULL, 0);
   gq_metric_set(c->m_redis_up, NULL, 0);
+}
+
+struct gq_ctl *gq_ctl_new(uv_loop_t *loop, struct gq_kclient *kc,
+                          const struct gq_ctl_opts *o)
+{
+  struct ctl *c = gq_xcalloc(1, sizeof(*c));
+
+  c->loop = loop;
+  c->kc = kc;
+  c->o = *o;
+  c->metrics = o->metrics;
+  c->o.redis_url = gq_xstrdup(o->redis_url);
+  c->o.redis_prefix = o->redis_prefix ? gq_xstrdup(o->redis_prefix) : NULL;
+  c->o.product_label = gq_xstrdup(o->product_label ? o->product_label
+                                                   : GQ_LABEL_GPU_PRODUCT);
+  c->o.topology_key =
+      gq_xstrdup(o->topology_key ? o->topology_key : GQ_TOPOLOGY_ZONE);
+  c->o.drain_taints = gq_xstrdup(o->drain_taints ? o->drain_taints
+                                                 : GQ_CTL_DRAIN_TAINTS);
+  c->o.lease_ns = gq_xstrdup(o->lease_ns ? o->lease_ns : "gpuq-system");
+  c->o.lease_name = gq_xstrdup(o->lease_name ? o->lease_name
+                                             : "gpuq-controller");
+  c->o.identity = gq_xstrdup(o->identity ? o->identity : "gpuq-controller");
+  gq_capacity_init(&c->cap, c->o.topology_key);
+  if (c->o.audit_s <= 0)
+    c->o.audit_s = 60;
+  if (c->o.sweep_ms <= 0)
+    c->o.sweep_ms = 100;
+  if (c->o.quota_status_ms <= 0)
+    c->o.quota_status_ms = 1000;
+  if (c->o.drain_wait_s <= 0)
+    c->o.drain_wait_s = 3600;
+  if (c->o.notready_timeout_s <= 0)
+    c->o.notready_timeout_s = 300;
+  g_product_label = c->o.product_label;
+  uv_timer_init(loop, &c->pass_timer);
+  uv_timer_init(loop, &c->tick_timer);
+  uv_timer_init(loop, &c->sweep_timer);
+  uv_timer_init(loop, &c->stop_timer);
+  uv_timer_init(loop, &c->audit_timer);
+  wq_init(c);
+  c->pass_cb = run_pass;
+  c->pass_timer.data = c->tick_timer.data = c->sweep_timer.data =
+      c->stop_timer.data = c->audit_timer.data = c;
+
+  register_metrics(c);
   disrupt_init(c);
   return (struct gq_ctl *)c;
 }

@@ -32,6 +32,7 @@
 
 #include <jansson.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,138 +208,183 @@ static int parse_num(const char *flag, const char *v, int64_t lo, int64_t hi,
   return 0;
 }
 
-int main(int argc, char **argv)
+/* Everything the command line sets. */
+struct args {
+  const char *kubeconfig, *context, *scale, *epoch;
+  const char *metrics_addr, *health_addr;
+  struct gq_ctl_opts co;
+  struct gq_kclient_opts ko;
+  int check;
+};
+
+/* Flags that take a string, stored as given (borrowed from argv). */
+static const struct {
+  const char *name;
+  size_t off;
+} str_flags[] = {
+    {"--kubeconfig", offsetof(struct args, kubeconfig)},
+    {"--context", offsetof(struct args, context)},
+    {"--redis", offsetof(struct args, co.redis_url)},
+    {"--redis-prefix", offsetof(struct args, co.redis_prefix)},
+    {"--metrics-addr", offsetof(struct args, metrics_addr)},
+    {"--health-addr", offsetof(struct args, health_addr)},
+    {"--lease-namespace", offsetof(struct args, co.lease_ns)},
+    {"--lease-name", offsetof(struct args, co.lease_name)},
+    {"--identity", offsetof(struct args, co.identity)},
+    {"--gpu-product-label", offsetof(struct args, co.product_label)},
+    {"--topology-key", offsetof(struct args, co.topology_key)},
+    {"--time-scale", offsetof(struct args, scale)},
+    {"--time-epoch", offsetof(struct args, epoch)},
+};
+
+/* Flags that take an integer in [lo, hi] (int64_t fields). */
+static const struct {
+  const char *name;
+  int64_t lo, hi;
+  size_t off;
+} int_flags[] = {
+    {"--drain-wait", 1, GQ_MAX_DURATION_S,
+     offsetof(struct args, co.drain_wait_s)},
+    {"--notready-timeout", 1, GQ_MAX_DURATION_S,
+     offsetof(struct args, co.notready_timeout_s)},
+    {"--quota-status-interval-ms", 1, 3600000,
+     offsetof(struct args, co.quota_status_ms)},
+    {"--ledger-audit-seconds", 1, 86400, offsetof(struct args, co.audit_s)},
+};
+
+/* The flags with their own checks: flag f with value v. Returns 0, 2 on a
+ * bad value (said on stderr), or -1 when f is none of them. */
+static int parse_special(struct args *a, const char *f, const char *v)
 {
-  const char *kubeconfig = NULL, *context = NULL, *scale = NULL, *epoch = NULL;
-  const char *metrics_addr = NULL, *health_addr = NULL;
-  struct gq_ctl_opts co = {0};
-  struct gq_kclient_opts ko = {0};
-  struct gq_kubeconfig cfg;
-  char host[256], ident[300];
-  int check = 0, rc, lvl;
+  char err[512];
   int64_t n;
+  int lvl;
 
-  json_set_alloc_funcs(gq_xmalloc, free);
-  signal(SIGPIPE, SIG_IGN);
-  ko.qps = 200;
-  ko.burst = 400;
-  ko.user_agent = "gpuq-controller";
-  for (int i = 1; i < argc; i++) {
-    const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-    if (!strcmp(f, "--check-connection"))
-      check = 1;
-    else if (!strcmp(f, "--leader-elect"))
-      co.leader_elect = 1;
-    else if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
-      usage(stdout);
-      return 0;
-    } else if (v && !strcmp(f, "--kubeconfig") && ++i)
-      kubeconfig = v;
-    else if (v && !strcmp(f, "--context") && ++i)
-      context = v;
-    else if (v && !strcmp(f, "--redis") && ++i)
-      co.redis_url = v;
-    else if (v && !strcmp(f, "--redis-prefix") && ++i)
-      co.redis_prefix = v;
-    else if (v && !strcmp(f, "--metrics-addr") && ++i)
-      metrics_addr = v;
-    else if (v && !strcmp(f, "--health-addr") && ++i)
-      health_addr = v;
-    else if (v && !strcmp(f, "--lease-namespace") && ++i)
-      co.lease_ns = v;
-    else if (v && !strcmp(f, "--lease-name") && ++i)
-      co.lease_name = v;
-    else if (v && !strcmp(f, "--identity") && ++i)
-      co.identity = v;
-    else if (v && !strcmp(f, "--gpu-product-label") && ++i)
-      co.product_label = v;
-    else if (v && !strcmp(f, "--topology-key") && ++i)
-      co.topology_key = v;
-    else if (v && !strcmp(f, "--policy") && ++i) {
-      if (strcmp(v, "gpuq") && strcmp(v, "fifo")) {
-        fprintf(stderr, "gpuq-controller: --policy: want gpuq or fifo, got "
-                "'%s'\n", v);
-        return 2;
-      }
-      co.fifo = !strcmp(v, "fifo");
-    } else if (v && !strcmp(f, "--drain-taints") && ++i) {
-      char err[512];
-
-      if (gq_ctl_check_taints(v, err, sizeof(err)) != 0) {
-        fprintf(stderr, "gpuq-controller: %s\n", err);
-        return 2;
-      }
-      co.drain_taints = v;
-    } else if (v && !strcmp(f, "--drain-wait") && ++i) {
-      if (parse_num(f, v, 1, GQ_MAX_DURATION_S, &n) != 0)
-        return 2;
-      co.drain_wait_s = n;
-    } else if (v && !strcmp(f, "--notready-timeout") && ++i) {
-      if (parse_num(f, v, 1, GQ_MAX_DURATION_S, &n) != 0)
-        return 2;
-      co.notready_timeout_s = n;
-    }
-    else if (v && !strcmp(f, "--time-scale") && ++i)
-      scale = v;
-    else if (v && !strcmp(f, "--time-epoch") && ++i)
-      epoch = v;
-    else if (v && !strcmp(f, "--kube-qps") && ++i) {
-      if (parse_num(f, v, -1, 1000000, &n) != 0)
-        return 2;
-      ko.qps = n == 0 ? -1 : (double)n;
-    } else if (v && !strcmp(f, "--kube-burst") && ++i) {
-      if (parse_num(f, v, 1, 1000000, &n) != 0)
-        return 2;
-      ko.burst = (int)n;
-    } else if (v && !strcmp(f, "--quota-status-interval-ms") && ++i) {
-      if (parse_num(f, v, 1, 3600000, &n) != 0)
-        return 2;
-      co.quota_status_ms = n;
-    } else if (v && !strcmp(f, "--ledger-audit-seconds") && ++i) {
-      if (parse_num(f, v, 1, 86400, &n) != 0)
-        return 2;
-      co.audit_s = n;
-    } else if (v && !strcmp(f, "--log-level") && ++i) {
-      if (gq_log_parse_level(v, &lvl) != 0) {
-        fprintf(stderr, "gpuq-controller: --log-level: want debug, info, "
-                "warn or error, got '%s'\n", v);
-        return 2;
-      }
-      gq_log_level = lvl;
-    } else {
-      fprintf(stderr, "gpuq-controller: unknown or incomplete flag '%s'\n", f);
-      usage(stderr);
+  if (!strcmp(f, "--policy")) {
+    if (strcmp(v, "gpuq") && strcmp(v, "fifo")) {
+      fprintf(stderr, "gpuq-controller: --policy: want gpuq or fifo, got "
+              "'%s'\n", v);
       return 2;
     }
+    a->co.fifo = !strcmp(v, "fifo");
+  } else if (!strcmp(f, "--drain-taints")) {
+    if (gq_ctl_check_taints(v, err, sizeof(err)) != 0) {
+      fprintf(stderr, "gpuq-controller: %s\n", err);
+      return 2;
+    }
+    a->co.drain_taints = v;
+  } else if (!strcmp(f, "--kube-qps")) {
+    if (parse_num(f, v, -1, 1000000, &n) != 0)
+      return 2;
+    a->ko.qps = n == 0 ? -1 : (double)n;
+  } else if (!strcmp(f, "--kube-burst")) {
+    if (parse_num(f, v, 1, 1000000, &n) != 0)
+      return 2;
+    a->ko.burst = (int)n;
+  } else if (!strcmp(f, "--log-level")) {
+    if (gq_log_parse_level(v, &lvl) != 0) {
+      fprintf(stderr, "gpuq-controller: --log-level: want debug, info, "
+              "warn or error, got '%s'\n", v);
+      return 2;
+    }
+    gq_log_level = lvl;
+  } else {
+    return -1;
   }
-  if (scale || epoch) {
+  return 0;
+}
+
+/* Flag f with value v (NULL when it is the last word). Returns 1 when it
+ * took v, 0 when it takes none, 2 on a usage error (said on stderr), 3 for
+ * --help. */
+static int parse_flag(struct args *a, const char *f, const char *v)
+{
+  int rc;
+
+  if (!strcmp(f, "--check-connection"))
+    return a->check = 1, 0;
+  if (!strcmp(f, "--leader-elect"))
+    return a->co.leader_elect = 1, 0;
+  if (!strcmp(f, "-h") || !strcmp(f, "--help"))
+    return 3;
+  for (size_t i = 0; v && i < sizeof(str_flags) / sizeof(str_flags[0]); i++)
+    if (!strcmp(f, str_flags[i].name)) {
+      *(const char **)((char *)a + str_flags[i].off) = v;
+      return 1;
+    }
+  for (size_t i = 0; v && i < sizeof(int_flags) / sizeof(int_flags[0]); i++)
+    if (!strcmp(f, int_flags[i].name))
+      return parse_num(f, v, int_flags[i].lo, int_flags[i].hi,
+                       (int64_t *)((char *)a + int_flags[i].off)) == 0
+                 ? 1
+                 : 2;
+  if (v && (rc = parse_special(a, f, v)) >= 0)
+    return rc == 0 ? 1 : rc;
+  fprintf(stderr, "gpuq-controller: unknown or incomplete flag '%s'\n", f);
+  usage(stderr);
+  return 2;
+}
+
+/* Applies --time-scale/--time-epoch and the defaults that depend on the
+ * other flags; returns 0 or 2 (said on stderr). */
+static int settle_args(struct args *a, char *ident, size_t len)
+{
+  char host[256];
+
+  if (a->scale || a->epoch) {
     struct gq_clock clk;
     char err[256];
 
-    if (gq_clock_parse(&clk, scale, epoch, err, sizeof(err)) != 0) {
+    if (gq_clock_parse(&clk, a->scale, a->epoch, err, sizeof(err)) != 0) {
       fprintf(stderr, "gpuq-controller: %s\n", err);
       return 2;
     }
     gq_clock_set(&clk);
   }
-  if (!check && !co.redis_url) {
+  if (!a->check && !a->co.redis_url) {
     fprintf(stderr, "gpuq-controller: --redis URL is required "
             "(e.g. redis://127.0.0.1:6379/0)\n");
     usage(stderr);
     return 2;
   }
-  if (!co.identity && gethostname(host, sizeof(host)) == 0) {
+  if (!a->co.identity && gethostname(host, sizeof(host)) == 0) {
     host[sizeof(host) - 1] = '\0';
-    snprintf(ident, sizeof(ident), "%s-%d", host, (int)getpid());
-    co.identity = ident;
+    snprintf(ident, len, "%s-%d", host, (int)getpid());
+    a->co.identity = ident;
   }
-  if (load_config(kubeconfig, context, &cfg) != 0)
+  return 0;
+}
+
+int main(int argc, char **argv)
+{
+  struct args a = {0};
+  struct gq_kubeconfig cfg;
+  char ident[300];
+  int rc;
+
+  json_set_alloc_funcs(gq_xmalloc, free);
+  signal(SIGPIPE, SIG_IGN);
+  a.ko.qps = 200;
+  a.ko.burst = 400;
+  a.ko.user_agent = "gpuq-controller";
+  for (int i = 1; i < argc; i++) {
+    rc = parse_flag(&a, argv[i], i + 1 < argc ? argv[i + 1] : NULL);
+    if (rc == 3) {
+      usage(stdout);
+      return 0;
+    }
+    if (rc == 2)
+      return 2;
+    i += rc;
+  }
+  if ((rc = settle_args(&a, ident, sizeof(ident))) != 0)
+    return rc;
+  if (load_config(a.kubeconfig, a.context, &cfg) != 0)
     return 1;
-  if (check)
+  if (a.check)
     rc = gq_check_connection(&cfg, stdout, stderr);
   else
-    rc = run(&cfg, &co, metrics_addr, health_addr, &ko);
+    rc = run(&cfg, &a.co, a.metrics_addr, a.health_addr, &a.ko);
   gq_kubeconfig_release(&cfg);
   return rc;
 }

@@ -149,6 +149,42 @@ static void pin_node(json_t *spec, const struct gq_node *node)
   json_decref(pin);
 }
 
+/* The environment gpuq gives every container and init container of
+ * replica 'replica' (DESIGN §3: GPUQ_*, and torch.distributed's RANK,
+ * WORLD_SIZE, MASTER_ADDR, MASTER_PORT for a gang); master: the first
+ * replica's address (gangs only). */
+static void container_env(const struct gq_gpujob *j, json_t *spec,
+                          int64_t attempt, int32_t replica,
+                          const char *resume_from, const char *master)
+{
+  json_t *c;
+  size_t i;
+
+  for (int k = 0; k < 2; k++) {
+    json_t *list = json_object_get(spec, k ? "initContainers" : "containers");
+
+    json_array_foreach(list, i, c) {
+      if (!json_is_object(c))
+        continue;
+      if (j->has_checkpoint && k == 0) /* the location goes there */
+        json_object_set_new(c, "terminationMessagePolicy",
+                            json_string("File"));
+      env_set(c, GQ_ENV_JOB, j->meta.name);
+      env_set_int(c, GQ_ENV_ATTEMPT, attempt);
+      if (resume_from)
+        env_set(c, GQ_ENV_RESUME_FROM, resume_from);
+      if (j->replicas > 1) {
+        env_set_int(c, "RANK", replica);
+        env_set_int(c, "WORLD_SIZE", j->replicas);
+        env_set(c, "MASTER_ADDR", master);
+        env_set_int(c, "MASTER_PORT", GQ_MASTER_PORT);
+        env_set_int(c, GQ_ENV_REPLICA, replica);
+        env_set_int(c, GQ_ENV_REPLICAS, j->replicas);
+      }
+    }
+  }
+}
+
 json_t *gq_podspec_pod(const struct gq_gpujob *j, int64_t attempt,
                      int32_t replica, const struct gq_node *node,
                      const char *resume_from)
@@ -156,7 +192,6 @@ json_t *gq_podspec_pod(const struct gq_gpujob *j, int64_t attempt,
   json_t *tmpl = gq_gpujob_template_json(j), *tmeta, *pod, *meta, *labels,
          *spec, *containers, *c;
   char name[GQ_POD_NAME_MAX + 1], svc[64], buf[320];
-  size_t i;
 
   if (!tmpl)
     return NULL;
@@ -216,29 +251,7 @@ json_t *gq_podspec_pod(const struct gq_gpujob *j, int64_t attempt,
     gq_podspec_pod_name(j, attempt, 0, master, sizeof(master));
     snprintf(buf, sizeof(buf), "%s.%s.%s.svc", master, svc, j->meta.ns);
   }
-  for (int k = 0; k < 2; k++) {
-    json_t *list = json_object_get(spec, k ? "initContainers" : "containers");
-
-    json_array_foreach(list, i, c) {
-      if (!json_is_object(c))
-        continue;
-      if (j->has_checkpoint && k == 0) /* the location goes there */
-        json_object_set_new(c, "terminationMessagePolicy",
-                            json_string("File"));
-      env_set(c, GQ_ENV_JOB, j->meta.name);
-      env_set_int(c, GQ_ENV_ATTEMPT, attempt);
-      if (resume_from)
-        env_set(c, GQ_ENV_RESUME_FROM, resume_from);
-      if (j->replicas > 1) {
-        env_set_int(c, "RANK", replica);
-        env_set_int(c, "WORLD_SIZE", j->replicas);
-        env_set(c, "MASTER_ADDR", buf);
-        env_set_int(c, "MASTER_PORT", GQ_MASTER_PORT);
-        env_set_int(c, GQ_ENV_REPLICA, replica);
-        env_set_int(c, GQ_ENV_REPLICAS, j->replicas);
-      }
-    }
-  }
+  container_env(j, spec, attempt, replica, resume_from, buf);
   return pod;
 }
 

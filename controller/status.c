@@ -155,13 +155,63 @@ static void conditions_field(json_t *patch, const struct gq_gpujob_status *st,
   json_object_set_new(patch, "conditions", list);
 }
 
+/* status.nodes: the nodes of the admitted attempt (none when not
+ * admitted; left alone while admitted without a node array). */
+static void nodes_field(json_t *p, const struct gq_gpujob_status *st,
+                        const struct cjob *cj, int admitted)
+{
+  json_t *nodes;
+
+  if (admitted && cj->nodes) {
+    int same = (int32_t)st->n_nodes == cj->replicas;
+
+    nodes = json_array();
+    for (int32_t i = 0; i < cj->replicas; i++) {
+      json_array_append_new(nodes, json_string(cj->nodes[i]));
+      same = same && !strcmp(st->nodes[i], cj->nodes[i]);
+    }
+    field(p, st, GQ_ST_NODES, "nodes", nodes, same);
+  } else if (!admitted) {
+    field(p, st, GQ_ST_NODES, "nodes", NULL, 1);
+  }
+}
+
+/* status.conditions: Admitted, Running, Preempted, Checkpointed, Finished
+ * (DESIGN §8). */
+static void conditions(json_t *p, const struct gq_gpujob_status *st,
+                       const struct cjob *cj, int admitted, int final,
+                       int64_t gen)
+{
+  struct cond w[5];
+
+  job_condition(&w[0], st, "Admitted", admitted || cj->running,
+                admitted ? "Admitted" : cj->reason[0] ? cj->reason : "Pending",
+                admitted ? "the job holds its GPUs" : "the job holds no GPUs");
+  job_condition(&w[1], st, "Running", cj->running,
+                cj->running ? "Running" : "NotRunning",
+                cj->running ? "every replica is running"
+                            : "not every replica is running");
+  job_condition(&w[2], st, "Preempted", cj->preempted,
+                !cj->preempted ? "NotPreempted"
+                : cj->cause    ? cj->cause
+                               : "Disrupted",
+                cj->preempted && cj->cause_msg ? cj->cause_msg : "");
+  job_condition(&w[3], st, "Checkpointed", cj->ckpt != NULL,
+                cj->ckpt ? "Checkpointed" : "NoCheckpoint",
+                cj->ckpt ? cj->ckpt : "no checkpoint written yet");
+  job_condition(&w[4], st, "Finished", final,
+                final ? cj->reason : "NotFinished",
+                final && cj->message ? cj->message : "");
+  conditions_field(p, st, w, 5, gen);
+}
+
 /* The status merge patch (top-level fields) that turns the status read
  * back from j into the one gpuq wants for cj: field by field, only what
  * differs. */
 static json_t *status_patch(const struct cjob *cj, const struct gq_gpujob *j)
 {
   const struct gq_gpujob_status *st = &j->status;
-  json_t *p = json_object(), *nodes;
+  json_t *p = json_object();
   const char *ph = gq_job_phase_name(cj->phase);
   const char *msg = cj->message ? cj->message : "";
   int64_t gen = j->meta.generation, attempts;
@@ -169,7 +219,6 @@ static json_t *status_patch(const struct cjob *cj, const struct gq_gpujob *j)
                  cj->phase == GQ_PHASE_RUNNING ||
                  cj->phase == GQ_PHASE_PREEMPTING;
   int final = gq_job_phase_final(cj->phase);
-  struct cond w[5];
 
   field(p, st, GQ_ST_PHASE, "phase", *ph ? json_string(ph) : NULL,
         st->phase == cj->phase);
@@ -191,18 +240,7 @@ static json_t *status_patch(const struct cjob *cj, const struct gq_gpujob *j)
              st->start_ms);
   time_field(p, st, GQ_ST_COMPLETION, "completionTime",
              final ? cj->completion_ms : 0, st->completion_ms);
-  if (admitted && cj->nodes) {
-    int same = (int32_t)st->n_nodes == cj->replicas;
-
-    nodes = json_array();
-    for (int32_t i = 0; i < cj->replicas; i++) {
-      json_array_append_new(nodes, json_string(cj->nodes[i]));
-      same = same && !strcmp(st->nodes[i], cj->nodes[i]);
-    }
-    field(p, st, GQ_ST_NODES, "nodes", nodes, same);
-  } else if (!admitted) {
-    field(p, st, GQ_ST_NODES, "nodes", NULL, 1);
-  }
+  nodes_field(p, st, cj, admitted);
   /* an attempt is published once its pods exist: while its admission or
    * its pod creates are in flight, a controller restarted meanwhile must
    * admit that same attempt again (same pod names, so a create still in
@@ -219,13 +257,6 @@ static json_t *status_patch(const struct cjob *cj, const struct gq_gpujob *j)
         json_integer(cj->preemptions), st->preemptions == cj->preemptions);
   field(p, st, GQ_ST_GENERATION, "observedGeneration", json_integer(gen),
         st->observed_generation == gen);
-  job_condition(&w[0], st, "Admitted", admitted || cj->running,
-                admitted ? "Admitted" : cj->reason[0] ? cj->reason : "Pending",
-                admitted ? "the job holds its GPUs" : "the job holds no GPUs");
-  job_condition(&w[1], st, "Running", cj->running,
-                cj->running ? "Running" : "NotRunning",
-                cj->running ? "every replica is running"
-                            : "not every replica is running");
   if (cj->ckpt) {
     field(p, st, GQ_ST_CHECKPOINT, "lastCheckpoint",
           json_pack("{s:s,s:o}", "location", cj->ckpt, "time",
@@ -233,18 +264,7 @@ static json_t *status_patch(const struct cjob *cj, const struct gq_gpujob *j)
           str_same(st->checkpoint, cj->ckpt) &&
               time_same(st->checkpoint_ms, cj->ckpt_ms));
   }
-  job_condition(&w[2], st, "Preempted", cj->preempted,
-                !cj->preempted ? "NotPreempted"
-                : cj->cause    ? cj->cause
-                               : "Disrupted",
-                cj->preempted && cj->cause_msg ? cj->cause_msg : "");
-  job_condition(&w[3], st, "Checkpointed", cj->ckpt != NULL,
-                cj->ckpt ? "Checkpointed" : "NoCheckpoint",
-                cj->ckpt ? cj->ckpt : "no checkpoint written yet");
-  job_condition(&w[4], st, "Finished", final,
-                final ? cj->reason : "NotFinished",
-                final && cj->message ? cj->message : "");
-  conditions_field(p, st, w, 5, gen);
+  conditions(p, st, cj, admitted, final, gen);
   return p;
 }
 
@@ -745,91 +765,60 @@ static void quota_done(int rc, const struct gq_k8s_status *st,
  * passes at hundreds a second do not each build and compare every one. */
 #define QS_CHECK_MS 100
 
-static void quota_status(const json_t *obj, void *typed, void *arg)
+/* The usage part of TeamQuota q's status (team t's use, borrowing,
+ * lending and pending GPUs, per line and in all) into want. */
+static void quota_usage(struct ctl *c, const struct gq_teamquota *q,
+                        const struct cteam *t, json_t *want)
 {
-  struct ctl *c = arg;
-  const struct gq_teamquota *q = typed;
-  const json_t *cur = json_object_get(obj, "status");
-  const char *name =
-      json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
-  int64_t gen = json_integer_value(
-      json_object_get(json_object_get(obj, "metadata"), "generation"));
-  json_t *want = json_object(), *conds = json_array(), *patch, *body;
-  char err[GQ_DEC_MSG_MAX], path[400];
+  json_t *flavors = json_array();
+  int64_t used = 0, borrowed = 0, lent = 0, nominal = 0;
+
+  for (size_t i = 0; i < q->n_res; i++) {
+    const struct gq_quota_res *r = &q->res[i];
+    struct gq_qteam *qt;
+    size_t n, self = 0;
+    struct gq_qcohort qc;
+    int64_t u, b, l, pend = 0;
+    char key[GQ_FLAVOR_KEY_MAX];
+
+    line_cohort(c, q, r, &qt, &n, &self);
+    qc = (struct gq_qcohort){qt, n, q->cohort != NULL};
+    u = qt[self].used;
+    b = gq_quota_borrowed(&qt[self]);
+    l = gq_quota_lent(&qc, self);
+    gq_assign_flavor_key(r->resource, r->flavor, key, sizeof(key));
+    if (i == 0)
+      pend = t->pending_gpus;
+    json_array_append_new(flavors, json_pack(
+        "{s:s,s:s,s:I,s:I,s:I,s:I,s:I}", "flavor", r->flavor, "resource",
+        r->resource, "nominal", (json_int_t)r->nominal, "used",
+        (json_int_t)u, "borrowed", (json_int_t)b, "lent", (json_int_t)l,
+        "pending", (json_int_t)pend));
+    used += u;
+    borrowed += b;
+    lent += l;
+    nominal += r->nominal;
+    free(qt);
+  }
+  json_object_set_new(want, "usedGPUs", json_integer(used));
+  json_object_set_new(want, "borrowedGPUs", json_integer(borrowed));
+  json_object_set_new(want, "lentGPUs", json_integer(lent));
+  json_object_set_new(want, "nominalGPUs", json_integer(nominal));
+  json_object_set_new(want, "pendingJobs", json_integer((json_int_t)t->n));
+  json_object_set_new(want, "runningJobs",
+                      json_integer(t->admitted_jobs));
+  json_object_set_new(want, "flavors", flavors);
+}
+
+/* Sends patch (taken) to TeamQuota name's status; want (taken) is what it
+ * makes the status, remembered so that the same is not sent twice. */
+static void quota_send(struct ctl *c, struct cteam *team, const char *name,
+                       json_t *want, json_t *patch)
+{
   struct quota_ctx *x;
-  struct cteam *team = name ? ctl_team(c, name) : NULL;
+  char path[400];
+  json_t *body;
 
-  if (!team || team->qs_inflight ||
-      gq_clock_mono_ms() - team->qs_ms < c->o.quota_status_ms ||
-      gq_clock_mono_ms() - team->qs_check_ms < QS_CHECK_MS) {
-    json_decref(want);
-    json_decref(conds);
-    return;
-  }
-  if (!q) {
-    struct gq_teamquota tmp;
-
-    if (gq_teamquota_decode(obj, &tmp, err, sizeof(err)) == 0) {
-      gq_teamquota_release(&tmp);
-      snprintf(err, sizeof(err), "decoding");
-    }
-    condition(conds, json_object_get(cur, "conditions"), "Valid", 0,
-              "InvalidSpec", err, gen);
-  } else {
-    struct cteam *t = ctl_team(c, name);
-    json_t *flavors = json_array();
-    int64_t used = 0, borrowed = 0, lent = 0, nominal = 0;
-
-    for (size_t i = 0; i < q->n_res; i++) {
-      const struct gq_quota_res *r = &q->res[i];
-      struct gq_qteam *qt;
-      size_t n, self = 0;
-      struct gq_qcohort qc;
-      int64_t u, b, l, pend = 0;
-      char key[GQ_FLAVOR_KEY_MAX];
-
-      line_cohort(c, q, r, &qt, &n, &self);
-      qc = (struct gq_qcohort){qt, n, q->cohort != NULL};
-      u = qt[self].used;
-      b = gq_quota_borrowed(&qt[self]);
-      l = gq_quota_lent(&qc, self);
-      gq_assign_flavor_key(r->resource, r->flavor, key, sizeof(key));
-      if (i == 0)
-        pend = t->pending_gpus;
-      json_array_append_new(flavors, json_pack(
-          "{s:s,s:s,s:I,s:I,s:I,s:I,s:I}", "flavor", r->flavor, "resource",
-          r->resource, "nominal", (json_int_t)r->nominal, "used",
-          (json_int_t)u, "borrowed", (json_int_t)b, "lent", (json_int_t)l,
-          "pending", (json_int_t)pend));
-      used += u;
-      borrowed += b;
-      lent += l;
-      nominal += r->nominal;
-      free(qt);
-    }
-    json_object_set_new(want, "usedGPUs", json_integer(used));
-    json_object_set_new(want, "borrowedGPUs", json_integer(borrowed));
-    json_object_set_new(want, "lentGPUs", json_integer(lent));
-    json_object_set_new(want, "nominalGPUs", json_integer(nominal));
-    json_object_set_new(want, "pendingJobs", json_integer((json_int_t)t->n));
-    json_object_set_new(want, "runningJobs",
-                        json_integer(t->admitted_jobs));
-    json_object_set_new(want, "flavors", flavors);
-    condition(conds, json_object_get(cur, "conditions"), "Valid", 1, "Valid",
-              "the TeamQuota is valid", gen);
-  }
-  json_object_set_new(want, "conditions", conds);
-  json_object_set_new(want, "observedGeneration", json_integer(gen));
-  patch = diff(cur, want);
-  if (json_object_size(patch) == 0 ||
-      (team->qs_sent && json_equal(team->qs_sent, want))) {
-    /* unchanged: not computed again for QS_CHECK_MS (every pass comes
-     * here, for every TeamQuota; the sweep catches up) */
-    team->qs_check_ms = gq_clock_mono_ms();
-    json_decref(patch);
-    json_decref(want);
-    return;
-  }
   json_decref(team->qs_sent);
   team->qs_sent = want;
   team->qs_ms = gq_clock_mono_ms();
@@ -851,6 +840,55 @@ static void quota_status(const json_t *obj, void *typed, void *arg)
     free(x);
   }
   json_decref(body);
+}
+
+static void quota_status(const json_t *obj, void *typed, void *arg)
+{
+  struct ctl *c = arg;
+  const struct gq_teamquota *q = typed;
+  const json_t *cur = json_object_get(obj, "status");
+  const char *name =
+      json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+  int64_t gen = json_integer_value(
+      json_object_get(json_object_get(obj, "metadata"), "generation"));
+  json_t *want = json_object(), *conds = json_array(), *patch;
+  char err[GQ_DEC_MSG_MAX];
+  struct cteam *team = name ? ctl_team(c, name) : NULL;
+
+  if (!team || team->qs_inflight ||
+      gq_clock_mono_ms() - team->qs_ms < c->o.quota_status_ms ||
+      gq_clock_mono_ms() - team->qs_check_ms < QS_CHECK_MS) {
+    json_decref(want);
+    json_decref(conds);
+    return;
+  }
+  if (!q) {
+    struct gq_teamquota tmp;
+
+    if (gq_teamquota_decode(obj, &tmp, err, sizeof(err)) == 0) {
+      gq_teamquota_release(&tmp);
+      snprintf(err, sizeof(err), "decoding");
+    }
+    condition(conds, json_object_get(cur, "conditions"), "Valid", 0,
+              "InvalidSpec", err, gen);
+  } else {
+    quota_usage(c, q, ctl_team(c, name), want);
+    condition(conds, json_object_get(cur, "conditions"), "Valid", 1, "Valid",
+              "the TeamQuota is valid", gen);
+  }
+  json_object_set_new(want, "conditions", conds);
+  json_object_set_new(want, "observedGeneration", json_integer(gen));
+  patch = diff(cur, want);
+  if (json_object_size(patch) == 0 ||
+      (team->qs_sent && json_equal(team->qs_sent, want))) {
+    /* unchanged: not computed again for QS_CHECK_MS (every pass comes
+     * here, for every TeamQuota; the sweep catches up) */
+    team->qs_check_ms = gq_clock_mono_ms();
+    json_decref(patch);
+    json_decref(want);
+    return;
+  }
+  quota_send(c, team, name, want, patch);
 }
 
 void status_quotas(struct ctl *c)
