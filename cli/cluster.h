@@ -1,6 +1,6 @@
 /* cli/cluster.h - the cluster as `kubectl gpuq nodes` and `kubectl gpuq
  * why` see it: every Node, and the capacity snapshot of
- * controller/snapshot.h with every bound pod that still holds its
+ * decide/snapshot.h with every bound pod that still holds its
  * resources committed (the controller's own capacity model, so the plugin
  * and the controller agree on what is free), plus the per-node verdict for
  * a pending job.
@@ -17,7 +17,7 @@
 #include "api/node.h"
 #include "api/pod.h"
 #include "api/teamquota.h"
-#include "controller/snapshot.h"
+#include "decide/snapshot.h"
 
 struct gq_cli_cluster {
   struct gq_node *nodes;   /* owned, decoded */

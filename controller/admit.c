@@ -34,10 +34,10 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
-#include "controller/forecast.h"
-#include "controller/place.h"
-#include "controller/preempt.h"
-#include "controller/snapshot.h"
+#include "decide/forecast.h"
+#include "decide/place.h"
+#include "decide/preempt.h"
+#include "decide/snapshot.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -20,10 +20,10 @@
 #include "api/leader.h"
 #include "api/pod.h"
 #include "api/teamquota.h"
-#include "controller/assign.h"
+#include "decide/assign.h"
 #include "controller/ctl.h"
 #include "controller/metrics.h"
-#include "controller/snapshot.h"
+#include "decide/snapshot.h"
 #include "queue/queue.h"
 
 /* Where a job stands in gpuq's hands (the API phase is derived from it). */

@@ -1,6 +1,8 @@
 /* Pod and PodSpec decoding: effective requests (Kubernetes' PodRequests
  * rule), tolerations, required node affinity, status conditions and the
- * termination message, and rejections with field paths. */
+ * termination message, gpuq's annotations and every container's
+ * termination (owned copies: they must survive changes to the document),
+ * and rejections with field paths. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -154,6 +156,149 @@ static void test_status(void **state)
   json_decref(obj);
 }
 
+/* Parses single-quoted test JSON (no value below contains a quote). */
+static json_t *sq_json(const char *sq)
+{
+  char buf[4096];
+  json_error_t jerr;
+  json_t *v;
+  size_t i;
+
+  for (i = 0; sq[i] && i + 1 < sizeof(buf); i++)
+    buf[i] = sq[i] == '\'' ? '"' : sq[i];
+  buf[i] = '\0';
+  v = json_loads(buf, 0, &jerr);
+  if (!v)
+    fail_msg("bad test JSON: %s", jerr.text);
+  return v;
+}
+
+/* Which annotations are kept: keys in gpuq.dev or a subdomain of it, with
+ * string values. */
+static const struct {
+  const char *key;
+  const char *want; /* NULL: not kept */
+} ann_cases[] = {
+    {"gpuq.dev/flavor", "NVIDIA-H100-80GB-HBM3"},
+    {"gpuq.dev/node", "gpu-h100-00"},
+    {"sim.gpuq.dev/run-seconds", "3600"},
+    {"a.b.gpuq.dev/x", "deep"},
+    {"kubectl.kubernetes.io/last-applied-configuration", NULL},
+    {"notgpuq.dev/x", NULL},      /* another domain that ends the same */
+    {"gpuq.dev.example.com/x", NULL},
+    {"gpuq.dev", NULL},           /* no prefix at all */
+    {"gpuq.dev/number", NULL},    /* not a string value */
+};
+
+static void test_annotations(void **state)
+{
+  json_t *obj = pod_with_spec("{\"containers\":[{\"name\":\"a\"}]}");
+  json_t *ann = sq_json(
+      "{'gpuq.dev/flavor':'NVIDIA-H100-80GB-HBM3','gpuq.dev/node':"
+      "'gpu-h100-00','sim.gpuq.dev/run-seconds':'3600','a.b.gpuq.dev/x':"
+      "'deep','kubectl.kubernetes.io/last-applied-configuration':'{}',"
+      "'notgpuq.dev/x':'y','gpuq.dev.example.com/x':'y','gpuq.dev':'y',"
+      "'gpuq.dev/number':5}");
+  struct gq_pod p;
+  char err[512];
+  size_t kept = 0;
+
+  (void)state;
+  json_object_set_new(json_object_get(obj, "metadata"), "annotations", ann);
+  assert_int_equal(gq_pod_decode(obj, &p, err, sizeof(err)), 0);
+  /* the values are the pod's own: changing the document changes nothing
+   * (and a borrowed pointer would be a use after free under ASan) */
+  json_object_clear(ann);
+  for (size_t i = 0; i < sizeof(ann_cases) / sizeof(ann_cases[0]); i++) {
+    const char *got = gq_pod_annotation(&p, ann_cases[i].key);
+
+    if (!ann_cases[i].want) {
+      if (got)
+        fail_msg("%s: kept as '%s'", ann_cases[i].key, got);
+      continue;
+    }
+    kept++;
+    if (!got || strcmp(got, ann_cases[i].want) != 0)
+      fail_msg("%s: got '%s', want '%s'", ann_cases[i].key,
+               got ? got : "(null)", ann_cases[i].want);
+  }
+  assert_int_equal(p.n_annotations, kept);
+  gq_pod_release(&p);
+  assert_null(p.annotations);
+  assert_null(p.strings);
+  json_decref(obj);
+}
+
+static void test_terminations(void **state)
+{
+  json_t *obj = pod_with_spec("{\"containers\":[{\"name\":\"a\"}]}");
+  json_t *status = sq_json(
+      "{'phase':'Running','containerStatuses':["
+      "{'name':'a','state':{'terminated':{'exitCode':0,'reason':'Completed',"
+      "'message':'checkpoint=s3://b/step-7','finishedAt':"
+      "'2026-11-29T12:00:05Z'}}},"
+      "{'name':'b','state':{'running':{}},'lastState':{'terminated':{"
+      "'exitCode':137,'reason':'OOMKilled','finishedAt':'yesterday'}}},"
+      "{'name':'c','state':{'terminated':{'exitCode':2}}},"
+      "{'name':'d','state':{'waiting':{'reason':'ContainerCreating'}}},"
+      "'not a container status']}");
+  struct gq_pod p;
+  const struct gq_pod_term *t;
+  char err[512];
+
+  (void)state;
+  json_object_set_new(obj, "status", status);
+  assert_int_equal(gq_pod_decode(obj, &p, err, sizeof(err)), 0);
+  json_object_del(status, "containerStatuses"); /* owned copies survive */
+
+  assert_int_equal(p.n_terminated, 2);
+  t = &p.terminated[0];
+  assert_string_equal(t->container, "a");
+  assert_int_equal(t->exit_code, 0);
+  assert_string_equal(t->reason, "Completed");
+  assert_string_equal(t->message, "checkpoint=s3://b/step-7");
+  assert_int_equal(t->finished_ms, 1795953605000LL);
+  t = &p.terminated[1];
+  assert_string_equal(t->container, "c");
+  assert_int_equal(t->exit_code, 2);
+  assert_string_equal(t->reason, "");
+  assert_string_equal(t->message, "");
+  assert_int_equal(t->finished_ms, 0);
+
+  assert_int_equal(p.n_last_terminated, 1);
+  t = &p.last_terminated[0];
+  assert_string_equal(t->container, "b");
+  assert_int_equal(t->exit_code, 137);
+  assert_string_equal(t->reason, "OOMKilled");
+  assert_int_equal(t->finished_ms, 0); /* not an RFC 3339 time */
+  gq_pod_release(&p);
+  assert_null(p.terminated);
+  assert_null(p.last_terminated);
+  json_decref(obj);
+}
+
+/* A pod without annotations or container statuses owns nothing extra. */
+static void test_no_owned_fields(void **state)
+{
+  json_t *obj = pod_with_spec("{\"containers\":[{\"name\":\"a\"}]}");
+  struct gq_pod p;
+  char err[512];
+
+  (void)state;
+  assert_int_equal(gq_pod_decode(obj, &p, err, sizeof(err)), 0);
+  assert_null(p.strings);
+  assert_null(p.annotations);
+  assert_int_equal(p.n_annotations, 0);
+  assert_null(p.terminated);
+  assert_int_equal(p.n_terminated, 0);
+  assert_null(p.last_terminated);
+  assert_int_equal(p.n_last_terminated, 0);
+  assert_null(gq_pod_annotation(&p, "gpuq.dev/flavor"));
+  assert_int_equal(p.exit_code, -1);
+  gq_pod_release(&p);
+  json_decref(obj);
+}
+
 static const struct {
   const char *spec, *want;
 } bad_cases[] = {
@@ -200,6 +345,9 @@ int main(void)
       cmocka_unit_test(test_effective_requests),
       cmocka_unit_test(test_scheduling_constraints),
       cmocka_unit_test(test_status),
+      cmocka_unit_test(test_annotations),
+      cmocka_unit_test(test_terminations),
+      cmocka_unit_test(test_no_owned_fields),
       cmocka_unit_test(test_rejections),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
