@@ -13,6 +13,7 @@
 
 #include "api/pod.h"
 #include "base/err.h"
+#include "tests/support/fixture.h"
 
 static json_t *pod_with_spec(const char *spec_json)
 {
@@ -156,21 +157,23 @@ static void test_status(void **state)
   json_decref(obj);
 }
 
-/* Parses single-quoted test JSON (no value below contains a quote). */
-static json_t *sq_json(const char *sq)
+/* Decodes a minimal pod with status and metadata.annotations set from
+ * single-quoted JSON (either may be NULL) into *p; returns the document,
+ * whose status and annotations the caller may then change. */
+static json_t *decode_sq(const char *status_sq, const char *ann_sq,
+                         struct gq_pod *p)
 {
-  char buf[4096];
-  json_error_t jerr;
-  json_t *v;
-  size_t i;
+  json_t *obj = pod_with_spec("{\"containers\":[{\"name\":\"a\"}]}");
+  char err[512] = "";
 
-  for (i = 0; sq[i] && i + 1 < sizeof(buf); i++)
-    buf[i] = sq[i] == '\'' ? '"' : sq[i];
-  buf[i] = '\0';
-  v = json_loads(buf, 0, &jerr);
-  if (!v)
-    fail_msg("bad test JSON: %s", jerr.text);
-  return v;
+  if (status_sq)
+    json_object_set_new(obj, "status", gq_test_json_sq(status_sq));
+  if (ann_sq)
+    json_object_set_new(json_object_get(obj, "metadata"), "annotations",
+                        gq_test_json_sq(ann_sq));
+  if (gq_pod_decode(obj, p, err, sizeof(err)) != 0)
+    fail_msg("decode: %s", err);
+  return obj;
 }
 
 /* Which annotations are kept: keys in gpuq.dev or a subdomain of it, with
@@ -192,23 +195,22 @@ static const struct {
 
 static void test_annotations(void **state)
 {
-  json_t *obj = pod_with_spec("{\"containers\":[{\"name\":\"a\"}]}");
-  json_t *ann = sq_json(
+  struct gq_pod p;
+  json_t *obj = decode_sq(
+      NULL,
       "{'gpuq.dev/flavor':'NVIDIA-H100-80GB-HBM3','gpuq.dev/node':"
       "'gpu-h100-00','sim.gpuq.dev/run-seconds':'3600','a.b.gpuq.dev/x':"
       "'deep','kubectl.kubernetes.io/last-applied-configuration':'{}',"
       "'notgpuq.dev/x':'y','gpuq.dev.example.com/x':'y','gpuq.dev':'y',"
-      "'gpuq.dev/number':5}");
-  struct gq_pod p;
-  char err[512];
+      "'gpuq.dev/number':5}",
+      &p);
   size_t kept = 0;
 
   (void)state;
-  json_object_set_new(json_object_get(obj, "metadata"), "annotations", ann);
-  assert_int_equal(gq_pod_decode(obj, &p, err, sizeof(err)), 0);
   /* the values are the pod's own: changing the document changes nothing
    * (and a borrowed pointer would be a use after free under ASan) */
-  json_object_clear(ann);
+  json_object_clear(json_object_get(json_object_get(obj, "metadata"),
+                                    "annotations"));
   for (size_t i = 0; i < sizeof(ann_cases) / sizeof(ann_cases[0]); i++) {
     const char *got = gq_pod_annotation(&p, ann_cases[i].key);
 
@@ -231,8 +233,8 @@ static void test_annotations(void **state)
 
 static void test_terminations(void **state)
 {
-  json_t *obj = pod_with_spec("{\"containers\":[{\"name\":\"a\"}]}");
-  json_t *status = sq_json(
+  struct gq_pod p;
+  json_t *obj = decode_sq(
       "{'phase':'Running','containerStatuses':["
       "{'name':'a','state':{'terminated':{'exitCode':0,'reason':'Completed',"
       "'message':'checkpoint=s3://b/step-7','finishedAt':"
@@ -241,15 +243,13 @@ static void test_terminations(void **state)
       "'exitCode':137,'reason':'OOMKilled','finishedAt':'yesterday'}}},"
       "{'name':'c','state':{'terminated':{'exitCode':2}}},"
       "{'name':'d','state':{'waiting':{'reason':'ContainerCreating'}}},"
-      "'not a container status']}");
-  struct gq_pod p;
+      "'not a container status']}",
+      NULL, &p);
   const struct gq_pod_term *t;
-  char err[512];
 
   (void)state;
-  json_object_set_new(obj, "status", status);
-  assert_int_equal(gq_pod_decode(obj, &p, err, sizeof(err)), 0);
-  json_object_del(status, "containerStatuses"); /* owned copies survive */
+  /* owned copies survive the document's change */
+  json_object_del(json_object_get(obj, "status"), "containerStatuses");
 
   assert_int_equal(p.n_terminated, 2);
   t = &p.terminated[0];
@@ -280,12 +280,10 @@ static void test_terminations(void **state)
 /* A pod without annotations or container statuses owns nothing extra. */
 static void test_no_owned_fields(void **state)
 {
-  json_t *obj = pod_with_spec("{\"containers\":[{\"name\":\"a\"}]}");
   struct gq_pod p;
-  char err[512];
+  json_t *obj = decode_sq(NULL, NULL, &p);
 
   (void)state;
-  assert_int_equal(gq_pod_decode(obj, &p, err, sizeof(err)), 0);
   assert_null(p.strings);
   assert_null(p.annotations);
   assert_int_equal(p.n_annotations, 0);
