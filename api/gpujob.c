@@ -28,11 +28,6 @@ const char *gq_drain_policy_name(enum gq_drain_policy p)
   return p <= GQ_DRAIN_WAIT ? drain_names[p] : "";
 }
 
-int gq_job_phase_final(enum gq_job_phase p)
-{
-  return p == GQ_PHASE_SUCCEEDED || p == GQ_PHASE_FAILED;
-}
-
 static int32_t get_i32(struct gq_dec *d, const json_t *o, const char *path,
                        int64_t min, int64_t max, int64_t dflt)
 {

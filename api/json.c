@@ -1,9 +1,9 @@
 /* api/json.c - validating field reads with Kubernetes-style errors. */
 #include "api/json.h"
 
-#include "api/names.h"
 #include "base/alloc.h"
 #include "base/err.h"
+#include "decide/names.h"
 
 #include <ctype.h>
 #include <pthread.h>

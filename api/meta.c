@@ -119,11 +119,3 @@ void gq_meta_release(struct gq_meta *m)
   m->labels = NULL;
   m->n_labels = 0;
 }
-
-const char *gq_meta_label(const struct gq_meta *m, const char *key)
-{
-  for (size_t i = 0; i < m->n_labels; i++)
-    if (strcmp(m->labels[i].key, key) == 0)
-      return m->labels[i].value;
-  return NULL;
-}

@@ -1,9 +1,10 @@
-/* api/meta.h - object metadata common to every Kubernetes kind.
+/* api/meta.h - decoding the object metadata common to every Kubernetes
+ * kind.
  *
- * struct gq_meta holds the ObjectMeta fields gpuq uses. Strings are borrowed
- * from the JSON document the object was decoded from (the owning object
- * keeps a reference to it); the label array is owned and released by
- * gq_meta_release().
+ * struct gq_meta (decide/meta.h) holds the ObjectMeta fields gpuq uses.
+ * Strings are borrowed from the JSON document the object was decoded from
+ * (the owning object keeps a reference to it); the label array is owned and
+ * released by gq_meta_release().
  */
 #ifndef GQ_API_META_H
 #define GQ_API_META_H
@@ -12,27 +13,7 @@
 #include <stdint.h>
 
 #include "api/json.h"
-
-struct gq_kv {
-  const char *key;
-  const char *value;
-};
-
-struct gq_meta {
-  const char *ns;               /* "" for cluster-scoped objects */
-  const char *name;
-  const char *uid;              /* "" if not yet assigned */
-  const char *resource_version; /* "" if absent */
-  int64_t generation;           /* 0 if absent */
-  int64_t creation_ms;          /* Unix ms; 0 if absent */
-  int64_t deletion_ms;          /* Unix ms; 0 = not being deleted */
-  int64_t deletion_grace_s;     /* seconds; -1 if absent */
-  struct gq_kv *labels;         /* owned array of borrowed strings */
-  size_t n_labels;
-  const char *owner_uid;        /* the controller ownerReference, or NULL */
-  const char *owner_kind;
-  const char *owner_name;
-};
+#include "decide/meta.h"
 
 enum gq_meta_flags {
   GQ_META_NAMESPACED = 1 << 0, /* metadata.namespace is required */
@@ -50,9 +31,6 @@ int gq_meta_decode(struct gq_dec *d, const json_t *obj, unsigned flags,
 
 /* Frees what gq_meta_decode() allocated; m is then empty. */
 void gq_meta_release(struct gq_meta *m);
-
-/* Returns the value of label 'key' (borrowed) or NULL. */
-const char *gq_meta_label(const struct gq_meta *m, const char *key);
 
 /* Decodes a JSON object of string values (labels, nodeSelector) into an
  * owned array of borrowed pairs at *out / *n (NULL / 0 when absent). Checks

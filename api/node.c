@@ -150,21 +150,3 @@ void gq_node_release(struct gq_node *n)
   json_decref(n->json);
   memset(n, 0, sizeof(*n));
 }
-
-static int64_t find(const struct gq_res *r, size_t n, const char *name)
-{
-  for (size_t i = 0; i < n; i++)
-    if (strcmp(r[i].name, name) == 0)
-      return r[i].value;
-  return 0;
-}
-
-int64_t gq_node_allocatable(const struct gq_node *n, const char *name)
-{
-  return find(n->alloc, n->n_alloc, name);
-}
-
-int64_t gq_node_capacity(const struct gq_node *n, const char *name)
-{
-  return find(n->capacity, n->n_capacity, name);
-}

@@ -1,10 +1,6 @@
-/* api/node.h - the Node fields gpuq's capacity model uses.
- *
- * A GPU node (DESIGN §3) is one with allocatable GPUs of some resource:
- * nvidia.com/gpu and, under the MIG mixed strategy, nvidia.com/mig-<profile>
- * resources. Its flavor is the value of the GPU product label
- * (nvidia.com/gpu.product by default, as GPU Feature Discovery sets it), and
- * its per-GPU memory the nvidia.com/gpu.memory label in MiB.
+/* api/node.h - decoding core/v1 Nodes into the typed struct gq_node of
+ * decide/node.h (what a GPU node is, and which labels say its flavor and
+ * GPU memory, is documented there).
  *
  * struct gq_node keeps one reference to the decoded document; its strings
  * are borrowed from it. Arrays are owned; gq_node_release() frees all.
@@ -17,37 +13,7 @@
 
 #include "api/meta.h"
 #include "api/pod.h"
-
-#define GQ_LABEL_GPU_PRODUCT "nvidia.com/gpu.product"
-#define GQ_LABEL_GPU_MEMORY "nvidia.com/gpu.memory"
-#define GQ_LABEL_GPU_COUNT "nvidia.com/gpu.count"
-#define GQ_LABEL_HOSTNAME "kubernetes.io/hostname"
-
-struct gq_taint {
-  const char *key;
-  const char *value;  /* "" when absent */
-  const char *effect; /* NoSchedule, PreferNoSchedule or NoExecute */
-};
-
-struct gq_node {
-  json_t *json;          /* the document (one reference owned) */
-  struct gq_meta meta;
-  int64_t cpu_milli;     /* allocatable CPU, millicores */
-  int64_t memory_bytes;  /* allocatable memory, bytes */
-  int64_t pods;          /* allocatable pod slots */
-  struct gq_res *alloc;  /* allocatable extended resources (names with a
-                            '/': nvidia.com/gpu, nvidia.com/mig-1g.10gb) */
-  size_t n_alloc;
-  struct gq_res *capacity; /* capacity of the same kind of resources */
-  size_t n_capacity;
-  const char *gpu_product; /* product label value, NULL if absent */
-  int64_t gpu_memory_mib;  /* memory label in MiB; -1 if absent or bad */
-  int64_t gpu_count;       /* nvidia.com/gpu.count label; -1 if absent */
-  struct gq_taint *taints;
-  size_t n_taints;
-  int unschedulable;     /* spec.unschedulable (cordoned) */
-  int ready;             /* condition Ready is True */
-};
+#include "decide/node.h"
 
 /* Decodes a core/v1 Node. product_label is the label key holding the GPU
  * product (NULL = GQ_LABEL_GPU_PRODUCT). Takes a new reference to obj.
@@ -58,11 +24,5 @@ int gq_node_decode(const json_t *obj, const char *product_label,
 
 /* Releases what gq_node_decode() took; n is then empty. */
 void gq_node_release(struct gq_node *n);
-
-/* Returns the allocatable amount of extended resource 'name' (0 if none). */
-int64_t gq_node_allocatable(const struct gq_node *n, const char *name);
-
-/* Returns the capacity of extended resource 'name' (0 if none). */
-int64_t gq_node_capacity(const struct gq_node *n, const char *name);
 
 #endif

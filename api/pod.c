@@ -3,6 +3,7 @@
 
 #include "api/quantity.h"
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "base/err.h"
 
 #include <inttypes.h>
@@ -443,14 +444,6 @@ char *gq_podsched_key(const struct gq_podsched *s)
   return b.s;
 }
 
-int64_t gq_podsched_request(const struct gq_podsched *s, const char *name)
-{
-  for (size_t i = 0; i < s->n_extended; i++)
-    if (strcmp(s->extended[i].name, name) == 0)
-      return s->extended[i].value;
-  return 0;
-}
-
 static const char *const phases[] = {"Pending", "Running", "Succeeded",
                                      "Failed", "Unknown", NULL};
 
@@ -496,11 +489,105 @@ static void decode_termination(const json_t *status, struct gq_pod *out)
   }
 }
 
+/* 1 if annotation key 'key' is kept: its prefix (before the '/') is
+ * GQ_ANN_DOMAIN or ends in "." GQ_ANN_DOMAIN. */
+static int ann_kept(const char *key)
+{
+  const char *slash = strchr(key, '/');
+  size_t n, d = strlen(GQ_ANN_DOMAIN);
+
+  if (!slash)
+    return 0;
+  n = (size_t)(slash - key);
+  if (n < d || memcmp(slash - d, GQ_ANN_DOMAIN, d) != 0)
+    return 0;
+  return n == d || key[n - d - 1] == '.';
+}
+
+/* gpuq's annotations (pod.h), their strings added to pack. */
+static void decode_annotations(const json_t *obj, struct gq_pod *out,
+                               struct gq_strpack *pack)
+{
+  const json_t *an = json_object_get(json_object_get(obj, "metadata"),
+                                     "annotations");
+  const char *key;
+  json_t *v;
+  size_t n = 0;
+
+  json_object_foreach((json_t *)an, key, v)
+    n += ann_kept(key) && json_is_string(v);
+  if (!n)
+    return;
+  out->annotations = gq_xcalloc(n, sizeof(*out->annotations));
+  json_object_foreach((json_t *)an, key, v) {
+    struct gq_kv *kv;
+
+    if (!ann_kept(key) || !json_is_string(v))
+      continue;
+    kv = &out->annotations[out->n_annotations++];
+    kv->key = key;
+    kv->value = json_string_value(v);
+  }
+  for (size_t i = 0; i < out->n_annotations; i++) {
+    gq_strpack_add(pack, &out->annotations[i].key);
+    gq_strpack_add(pack, &out->annotations[i].value);
+  }
+}
+
+static const char *str_or_empty(const json_t *o, const char *key)
+{
+  const char *v = json_string_value(json_object_get(o, key));
+
+  return v ? v : "";
+}
+
+/* One ContainerStateTerminated t of container c into *out. */
+static void read_term(const json_t *c, const json_t *t, struct gq_pod_term *out)
+{
+  const char *fin = json_string_value(json_object_get(t, "finishedAt"));
+
+  out->container = str_or_empty(c, "name");
+  out->exit_code = (int)json_integer_value(json_object_get(t, "exitCode"));
+  out->reason = str_or_empty(t, "reason");
+  out->message = str_or_empty(t, "message");
+  if (!fin || gq_time_parse(fin, &out->finished_ms) != 0)
+    out->finished_ms = 0;
+}
+
+/* Every containerStatuses[].<state>.terminated into *arr / *n (owned),
+ * their strings added to pack. */
+static void decode_terms(const json_t *status, const char *state,
+                         struct gq_pod_term **arr, size_t *n,
+                         struct gq_strpack *pack)
+{
+  const json_t *cs = json_object_get(status, "containerStatuses"), *c;
+  size_t i, count = 0;
+
+  json_array_foreach((json_t *)cs, i, c)
+    count += json_is_object(
+        json_object_get(json_object_get(c, state), "terminated"));
+  if (!count)
+    return;
+  *arr = gq_xcalloc(count, sizeof(**arr));
+  json_array_foreach((json_t *)cs, i, c) {
+    const json_t *t = json_object_get(json_object_get(c, state), "terminated");
+
+    if (json_is_object(t))
+      read_term(c, t, &(*arr)[(*n)++]);
+  }
+  for (i = 0; i < *n; i++) {
+    gq_strpack_add(pack, &(*arr)[i].container);
+    gq_strpack_add(pack, &(*arr)[i].reason);
+    gq_strpack_add(pack, &(*arr)[i].message);
+  }
+}
+
 int gq_pod_decode(const json_t *obj, struct gq_pod *out, char *err,
                   size_t errlen)
 {
   struct gq_dec d;
-  const json_t *status;
+  struct gq_strpack pack = {0};
+  const json_t *status = NULL;
 
   memset(out, 0, sizeof(*out));
   gq_dec_init(&d);
@@ -522,6 +609,11 @@ int gq_pod_decode(const json_t *obj, struct gq_pod *out, char *err,
     memset(out, 0, sizeof(*out));
     return d.rc;
   }
+  decode_annotations(obj, out, &pack);
+  decode_terms(status, "state", &out->terminated, &out->n_terminated, &pack);
+  decode_terms(status, "lastState", &out->last_terminated,
+               &out->n_last_terminated, &pack);
+  out->strings = gq_strpack_done(&pack);
   out->json = json_incref((json_t *)obj);
   return 0;
 }
@@ -530,11 +622,10 @@ void gq_pod_release(struct gq_pod *p)
 {
   gq_podsched_release(&p->sched);
   gq_meta_release(&p->meta);
+  free(p->annotations);
+  free(p->terminated);
+  free(p->last_terminated);
+  free(p->strings);
   json_decref(p->json);
   memset(p, 0, sizeof(*p));
-}
-
-int gq_pod_holds_resources(const struct gq_pod *p)
-{
-  return p->phase != GQ_POD_SUCCEEDED && p->phase != GQ_POD_FAILED;
 }

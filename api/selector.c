@@ -16,7 +16,7 @@
  */
 #include "api/selector.h"
 
-#include "api/names.h"
+#include "decide/names.h"
 
 #include "base/alloc.h"
 #include "base/err.h"

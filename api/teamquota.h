@@ -1,20 +1,13 @@
-/* api/teamquota.h - the TeamQuota custom resource (gpuq.dev/v1alpha1).
- *
- * A TeamQuota (cluster-scoped, named after the team) grants a team GPUs per
- * flavor (a GPU product label value, or "*" for any) and resource, lets it
- * borrow idle GPUs from the teams of its cohort, and says what preemption
- * it allows. DESIGN §2 fixes the semantics:
- *   - borrowingLimit absent: may borrow any idle GPU of its cohort;
- *   - lendingLimit absent: all its idle GPUs may be lent;
- *   - no cohort: neither borrows nor lends;
- *   - nominal 0 and no borrowing: its jobs stay queued (with a reason).
+/* api/teamquota.h - decoding and validating the TeamQuota custom resource
+ * (gpuq.dev/v1alpha1) into the typed struct gq_teamquota of
+ * decide/teamquota.h, which states its semantics (DESIGN §2).
  *
  * Like GpuJob, the controller re-validates what the CRD schema checks,
  * plus what a schema cannot: no duplicate (flavor, resource) pair, and
  * lendingLimit <= nominal. An invalid TeamQuota is reported in its status.
  *
- * Ownership as in gpujob.h: one reference to the document, borrowed
- * strings, owned arrays.
+ * Ownership as in decide/teamquota.h: one reference to the document,
+ * borrowed strings, owned arrays.
  */
 #ifndef GQ_API_TEAMQUOTA_H
 #define GQ_API_TEAMQUOTA_H
@@ -23,36 +16,7 @@
 #include <stdint.h>
 
 #include "api/meta.h"
-
-#define GQ_MAX_QUOTA_GPUS 1048576
-#define GQ_MAX_QUOTA_RESOURCES 64
-#define GQ_MAX_TEAM_NAMESPACES 1024
-#define GQ_FLAVOR_ANY "*"
-#define GQ_NO_LIMIT (-1) /* an absent borrowingLimit / lendingLimit */
-
-struct gq_quota_res {
-  const char *flavor;     /* product label value, or "*" */
-  const char *resource;   /* default nvidia.com/gpu */
-  int64_t nominal;        /* GPUs guaranteed */
-  int64_t borrow_limit;   /* GPUs above nominal; GQ_NO_LIMIT = unbounded */
-  int64_t lend_limit;     /* GPUs lendable; GQ_NO_LIMIT = all idle */
-};
-
-enum gq_within_team { GQ_WITHIN_NEVER, GQ_WITHIN_LOWER_PRIORITY };
-enum gq_reclaim { GQ_RECLAIM_NEVER, GQ_RECLAIM_LOWER_PRIORITY, GQ_RECLAIM_ANY };
-
-struct gq_teamquota {
-  json_t *json;               /* the document (one reference owned) */
-  struct gq_meta meta;        /* meta.name is the team */
-  const char **namespaces;    /* owned array of borrowed strings */
-  size_t n_namespaces;
-  const char *cohort;         /* NULL: no cohort (no borrowing, no lending) */
-  double weight;              /* fair-share weight, default 1 */
-  struct gq_quota_res *res;   /* owned */
-  size_t n_res;
-  enum gq_within_team within_team;  /* default LowerPriority */
-  enum gq_reclaim reclaim;          /* default Any */
-};
+#include "decide/teamquota.h"
 
 /* Decodes and validates a TeamQuota. Takes a new reference to obj.
  * Returns 0, or GQ_EINVAL with "field: problem, got value" in err (errlen
@@ -62,16 +26,5 @@ int gq_teamquota_decode(const json_t *obj, struct gq_teamquota *out, char *err,
 
 /* Releases what gq_teamquota_decode() took; q is then empty. */
 void gq_teamquota_release(struct gq_teamquota *q);
-
-/* Returns 1 if GpuJobs of namespace ns may use this team's quota. */
-int gq_teamquota_admits_namespace(const struct gq_teamquota *q,
-                                  const char *ns);
-
-/* Returns the quota entry a GPU of (product, resource) is charged to: the
- * entry naming the product exactly, else the "*" entry for that resource;
- * NULL if none (borrowed pointer). product NULL matches only "*". */
-const struct gq_quota_res *gq_teamquota_find(const struct gq_teamquota *q,
-                                             const char *product,
-                                             const char *resource);
 
 #endif

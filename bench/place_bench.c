@@ -1,5 +1,5 @@
 /* bench_place: the cost of gpuq's placement decisions on a large snapshot
- * (controller/place.h, forecast.h). See bench/README.md, "bench/place".
+ * (decide/place.h, forecast.h). See bench/README.md, "bench/place".
  *
  * Builds N Ready nodes of 8 GPUs (alternating H100 and A100 products, in Z
  * zones), commits a seeded random load of 1-GPU pods (each node 1-8 used,
@@ -20,12 +20,12 @@
 #include <time.h>
 
 #include "api/gpujob.h"
-#include "api/names.h"
 #include "api/node.h"
 #include "base/alloc.h"
 #include "base/err.h"
-#include "controller/forecast.h"
-#include "controller/place.h"
+#include "decide/forecast.h"
+#include "decide/names.h"
+#include "decide/place.h"
 
 static double now_us(void)
 {

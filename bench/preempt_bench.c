@@ -1,4 +1,4 @@
-/* bench_preempt: the cost of a victim search (controller/preempt.h) on a
+/* bench_preempt: the cost of a victim search (decide/preempt.h) on a
  * full cluster. See bench/README.md, "bench_preempt".
  *
  * Builds N Ready nodes of 8 GPUs, each running two 4-GPU jobs of one team
@@ -18,13 +18,13 @@
 #include <time.h>
 
 #include "api/gpujob.h"
-#include "api/names.h"
 #include "api/node.h"
 #include "api/teamquota.h"
 #include "base/alloc.h"
 #include "base/err.h"
-#include "controller/place.h"
-#include "controller/preempt.h"
+#include "decide/names.h"
+#include "decide/place.h"
+#include "decide/preempt.h"
 
 static double clock_us(void)
 {

@@ -2,9 +2,9 @@
  * cluster.h). */
 #include "cli/cluster.h"
 
-#include "api/match.h"
 #include "base/alloc.h"
-#include "controller/place.h"
+#include "decide/match.h"
+#include "decide/place.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* cli/cluster.h - the cluster as `kubectl gpuq nodes` and `kubectl gpuq
  * why` see it: every Node, and the capacity the controller's own builder
- * (controller/capacity.h) makes of the nodes and pods: every bound pod
+ * (decide/capacity.h) makes of the nodes and pods: every bound pod
  * that still holds its resources, gpuq's pods pinned to a node and not
  * bound yet, terminating pods, so that the plugin and the controller agree
  * on what is free on every node; plus the per-node verdict for a pending
@@ -18,7 +18,7 @@
 #include "api/node.h"
 #include "api/pod.h"
 #include "api/teamquota.h"
-#include "controller/capacity.h"
+#include "decide/capacity.h"
 
 struct gq_cli_cluster {
   struct gq_node *nodes;   /* owned, decoded */

@@ -34,10 +34,10 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
-#include "controller/forecast.h"
-#include "controller/place.h"
-#include "controller/preempt.h"
-#include "controller/snapshot.h"
+#include "decide/forecast.h"
+#include "decide/place.h"
+#include "decide/preempt.h"
+#include "decide/snapshot.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,7 +115,7 @@ static void collect_node(const json_t *obj, void *typed, void *arg)
 }
 
 /* Rebuilds the snapshot from the nodes (after a node changed): every held
- * pod and assumption is counted on it again (controller/capacity.h). */
+ * pod and assumption is counted on it again (decide/capacity.h). */
 static void snapshot_rebuild(struct ctl *c)
 {
   struct collect x = {c, NULL, 0};
@@ -401,7 +401,7 @@ static void use_add(struct cohort_pass *cp, size_t team, const char *key,
   cp->use[cp->n_use++] = (struct gq_ledger_use){team, gq_xstrdup(key), gpus};
 }
 
-/* ---- preemption (DESIGN §4, controller/preempt.h) ------------------ */
+/* ---- preemption (DESIGN §4, decide/preempt.h) ------------------ */
 
 #define PREEMPT_RETRY_MS 2000 /* a fruitless victim search waits (real ms) */
 

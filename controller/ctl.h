@@ -7,7 +7,7 @@
  * what exists (queue/rebuild.h), and only then decides. Every change marks
  * the jobs it touches; a pass then reconciles them (controller/jobs.c) and
  * admits every head job that fits (controller/admit.c, over a capacity
- * snapshot with controller/assign.h, place.h and forecast.h). Writes are
+ * snapshot with decide/assign.h, place.h and forecast.h). Writes are
  * status patches (coalesced: only changed fields), pods and Services
  * (controller/podspec.h), events and finalizers.
  *
@@ -21,7 +21,7 @@
 
 #include "api/client.h"
 #include "controller/metrics.h"
-#include "controller/position.h"
+#include "decide/position.h"
 
 #define GQ_CTL_COMPONENT "gpuq-controller"
 #define GQ_CTL_POSITIONS_NOW GQ_POSITION_EXACT /* kept exact */

@@ -20,11 +20,11 @@
 #include "api/leader.h"
 #include "api/pod.h"
 #include "api/teamquota.h"
-#include "controller/assign.h"
+#include "decide/assign.h"
 #include "controller/ctl.h"
 #include "controller/metrics.h"
-#include "controller/capacity.h"
-#include "controller/snapshot.h"
+#include "decide/capacity.h"
+#include "decide/snapshot.h"
 #include "queue/queue.h"
 
 /* Where a job stands in gpuq's hands (the API phase is derived from it). */
@@ -225,7 +225,7 @@ struct ctl {
   struct clost *lost;        /* nodes reported with lost GPUs */
   /* held and assumed pods and the capacity snapshot, kept up to date by
    * pod events and assumptions, rebuilt from the nodes when a node
-   * changes (controller/capacity.h) */
+   * changes (decide/capacity.h) */
   struct gq_capacity cap;
   struct cjob **preemptors;  /* jobs with resv_nodes (admit.c) */
   size_t n_preemptors;
@@ -338,7 +338,7 @@ void store_prio_count(struct cteam *t, int32_t prio, int sign);
  * cj->flavor) from its team's use; no-op if it already is (not) counted. */
 void jobs_use(struct ctl *c, struct cjob *cj, int sign);
 /* Assumes the pods of cj's current attempt on cj->nodes in the capacity
- * snapshot (client-go's scheduler "assume", controller/capacity.h), until
+ * snapshot (client-go's scheduler "assume", decide/capacity.h), until
  * the pod informer shows them or their creation fails. */
 void jobs_assume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);
 /* Drops what jobs_assume() assumed (an admission that did not happen).

@@ -25,14 +25,14 @@
  */
 #include "controller/ctl_int.h"
 
-#include "api/match.h"
-#include "api/names.h"
+#include "decide/match.h"
+#include "decide/names.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
 #include "controller/podspec.h"
-#include "controller/preempt.h"
+#include "decide/preempt.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -14,7 +14,7 @@
  */
 #include "controller/ctl_int.h"
 
-#include "api/names.h"
+#include "decide/names.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/err.h"

@@ -21,7 +21,6 @@
 #include "api/client.h"
 #include "api/gpujob.h"
 #include "api/kubeconfig.h"
-#include "api/names.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -29,6 +28,7 @@
 #include "controller/ctl.h"
 #include "controller/metrics.h"
 #include "controller/serve.h"
+#include "decide/names.h"
 
 #include <jansson.h>
 #include <signal.h>

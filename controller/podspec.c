@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "api/names.h"
 #include "api/node.h"
+#include "decide/names.h"
 
 #define HOSTNAME_LABEL "kubernetes.io/hostname"
 

@@ -8,7 +8,7 @@
  * in flight at a time, and a change made meanwhile is sent when it
  * returns. Queue positions of the first GQ_CTL_POSITIONS_NOW jobs of each
  * team are kept exact (written at most once a second); the rest are coarse
- * (controller/position.h), refreshed by a bounded background sweep.
+ * (decide/position.h), refreshed by a bounded background sweep.
  */
 #include "controller/ctl_int.h"
 
@@ -988,7 +988,7 @@ static void node_gauge(const json_t *obj, void *typed, void *arg)
 
 /* Free GPUs (and MIG slices) per node as the controller's capacity
  * snapshot has them: what `kubectl gpuq nodes` shows as FREE, from the
- * same builder (controller/capacity.h). Left as it was while the snapshot
+ * same builder (decide/capacity.h). Left as it was while the snapshot
  * waits for its rebuild after a node change. */
 static void node_free(struct ctl *c)
 {

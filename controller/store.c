@@ -1,14 +1,14 @@
 /* controller/store.c - the controller's records and their lookups: jobs by
  * uid, teams and their queues (in memory, in Redis's order), cohorts,
  * interned names, admitted use per team, the admitted-jobs list, and the
- * pods an admission assumes (controller/capacity.h). No I/O: Redis and
+ * pods an admission assumes (decide/capacity.h). No I/O: Redis and
  * the API are told by the files above (jobs.c, admit.c). */
 #include "controller/ctl_int.h"
 
 #include "base/alloc.h"
 #include "base/err.h"
 #include "base/log.h"
-#include "controller/place.h"
+#include "decide/place.h"
 #include "controller/podspec.h"
 
 #include <stdio.h>

@@ -28,7 +28,7 @@
  *
  * Every state change is one Lua script (the .lua files in queue/scripts, loaded at
  * connect and reloaded on NOSCRIPT by queue/rq.c). Quota arithmetic is
- * not in Lua: the controller decides in C (queue/quota.c) on its copy of
+ * not in Lua: the controller decides in C (decide/quota.c) on its copy of
  * the ledger, and the admit script applies the decision only if the
  * cohort's version is still the one decided on.
  *
@@ -39,7 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "queue/quota.h" /* struct gq_ledger_use */
+#include "decide/quota.h" /* struct gq_ledger_use */
 #include "queue/rq.h"
 
 #define GQ_QUEUE_MEMBER_HEX 21 /* 8 priority + 13 queue-time hex digits */

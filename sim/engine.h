@@ -3,7 +3,7 @@
  *
  * The engine watches the store (every change is passed to
  * gq_sim_engine_observe()) and acts like the components of a real cluster:
- *   scheduler  binds pending pods (kube-scheduler's filters, api/match.h)
+ *   scheduler  binds pending pods (kube-scheduler's filters, decide/match.h)
  *   kubelet    admits bound pods (OutOf<resource> when they do not fit),
  *              runs them for the time their annotations give, handles
  *              SIGTERM with the checkpoint contract (DESIGN §5)
@@ -24,8 +24,8 @@
 #include <uv.h>
 
 #include "api/gpujob.h" /* GQ_LBL_*: the labels gpuq puts on its pods */
-#include "api/match.h"
 #include "api/node.h"
+#include "decide/match.h"
 #include "sim/sim.h"
 
 /* Pod annotations the simulated kubelet reads (docs/sim.md). */

@@ -8,7 +8,7 @@
 -- queue", so an admission touches only the queue, the record, the usage
 -- and the version (bench/README.md: each cold key costs at 1M jobs).
 -- The quota arithmetic (nominal, borrowing and lending limits, the pool)
--- runs in C over the controller's copy of the ledger (queue/quota.c);
+-- runs in C over the controller's copy of the ledger (decide/quota.c);
 -- this script only applies the decision atomically. A ledger changed
 -- meanwhile (another admission or release: the version moved) refuses,
 -- so two clients racing for the last GPUs never both succeed.

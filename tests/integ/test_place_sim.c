@@ -1,6 +1,6 @@
 /* Placement and pod building against gpuq-sim (DESIGN §3, "gpuq chooses the
  * node; kube-scheduler binds"): read the cluster's Nodes over the API,
- * place a 2-replica gang with controller/place.h, create its Service and
+ * place a 2-replica gang with decide/place.h, create its Service and
  * pods with controller/podspec.h, and check that the sim's scheduler binds
  * each pod to the node gpuq chose and its kubelet admits and runs it. The
  * sim's invariant checker must report no violations and no placement
@@ -20,8 +20,8 @@
 #include "api/gpujob.h"
 #include "api/node.h"
 #include "base/err.h"
-#include "controller/place.h"
 #include "controller/podspec.h"
+#include "decide/place.h"
 #include "tests/support/fixture.h"
 #include "tests/support/proc.h"
 

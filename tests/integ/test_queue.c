@@ -16,8 +16,8 @@
 
 #include "base/clock.h"
 #include "base/err.h"
+#include "decide/quota.h"
 #include "queue/queue.h"
-#include "queue/quota.h"
 #include "queue/rebuild.h"
 #include "tests/support/redis.h"
 

@@ -1,6 +1,8 @@
 /* Pod and PodSpec decoding: effective requests (Kubernetes' PodRequests
  * rule), tolerations, required node affinity, status conditions and the
- * termination message, and rejections with field paths. */
+ * termination message, gpuq's annotations and every container's
+ * termination (owned copies: they must survive changes to the document),
+ * and rejections with field paths. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +13,7 @@
 
 #include "api/pod.h"
 #include "base/err.h"
+#include "tests/support/fixture.h"
 
 static json_t *pod_with_spec(const char *spec_json)
 {
@@ -154,6 +157,146 @@ static void test_status(void **state)
   json_decref(obj);
 }
 
+/* Decodes a minimal pod with status and metadata.annotations set from
+ * single-quoted JSON (either may be NULL) into *p; returns the document,
+ * whose status and annotations the caller may then change. */
+static json_t *decode_sq(const char *status_sq, const char *ann_sq,
+                         struct gq_pod *p)
+{
+  json_t *obj = pod_with_spec("{\"containers\":[{\"name\":\"a\"}]}");
+  char err[512] = "";
+
+  if (status_sq)
+    json_object_set_new(obj, "status", gq_test_json_sq(status_sq));
+  if (ann_sq)
+    json_object_set_new(json_object_get(obj, "metadata"), "annotations",
+                        gq_test_json_sq(ann_sq));
+  if (gq_pod_decode(obj, p, err, sizeof(err)) != 0)
+    fail_msg("decode: %s", err);
+  return obj;
+}
+
+/* Which annotations are kept: keys in gpuq.dev or a subdomain of it, with
+ * string values. */
+static const struct {
+  const char *key;
+  const char *want; /* NULL: not kept */
+} ann_cases[] = {
+    {"gpuq.dev/flavor", "NVIDIA-H100-80GB-HBM3"},
+    {"gpuq.dev/node", "gpu-h100-00"},
+    {"sim.gpuq.dev/run-seconds", "3600"},
+    {"a.b.gpuq.dev/x", "deep"},
+    {"kubectl.kubernetes.io/last-applied-configuration", NULL},
+    {"notgpuq.dev/x", NULL},      /* another domain that ends the same */
+    {"gpuq.dev.example.com/x", NULL},
+    {"gpuq.dev", NULL},           /* no prefix at all */
+    {"gpuq.dev/number", NULL},    /* not a string value */
+};
+
+static void test_annotations(void **state)
+{
+  struct gq_pod p;
+  json_t *obj = decode_sq(
+      NULL,
+      "{'gpuq.dev/flavor':'NVIDIA-H100-80GB-HBM3','gpuq.dev/node':"
+      "'gpu-h100-00','sim.gpuq.dev/run-seconds':'3600','a.b.gpuq.dev/x':"
+      "'deep','kubectl.kubernetes.io/last-applied-configuration':'{}',"
+      "'notgpuq.dev/x':'y','gpuq.dev.example.com/x':'y','gpuq.dev':'y',"
+      "'gpuq.dev/number':5}",
+      &p);
+  size_t kept = 0;
+
+  (void)state;
+  /* the values are the pod's own: changing the document changes nothing
+   * (and a borrowed pointer would be a use after free under ASan) */
+  json_object_clear(json_object_get(json_object_get(obj, "metadata"),
+                                    "annotations"));
+  for (size_t i = 0; i < sizeof(ann_cases) / sizeof(ann_cases[0]); i++) {
+    const char *got = gq_pod_annotation(&p, ann_cases[i].key);
+
+    if (!ann_cases[i].want) {
+      if (got)
+        fail_msg("%s: kept as '%s'", ann_cases[i].key, got);
+      continue;
+    }
+    kept++;
+    if (!got || strcmp(got, ann_cases[i].want) != 0)
+      fail_msg("%s: got '%s', want '%s'", ann_cases[i].key,
+               got ? got : "(null)", ann_cases[i].want);
+  }
+  assert_int_equal(p.n_annotations, kept);
+  gq_pod_release(&p);
+  assert_null(p.annotations);
+  assert_null(p.strings);
+  json_decref(obj);
+}
+
+static void test_terminations(void **state)
+{
+  struct gq_pod p;
+  json_t *obj = decode_sq(
+      "{'phase':'Running','containerStatuses':["
+      "{'name':'a','state':{'terminated':{'exitCode':0,'reason':'Completed',"
+      "'message':'checkpoint=s3://b/step-7','finishedAt':"
+      "'2026-11-29T12:00:05Z'}}},"
+      "{'name':'b','state':{'running':{}},'lastState':{'terminated':{"
+      "'exitCode':137,'reason':'OOMKilled','finishedAt':'yesterday'}}},"
+      "{'name':'c','state':{'terminated':{'exitCode':2}}},"
+      "{'name':'d','state':{'waiting':{'reason':'ContainerCreating'}}},"
+      "'not a container status']}",
+      NULL, &p);
+  const struct gq_pod_term *t;
+
+  (void)state;
+  /* owned copies survive the document's change */
+  json_object_del(json_object_get(obj, "status"), "containerStatuses");
+
+  assert_int_equal(p.n_terminated, 2);
+  t = &p.terminated[0];
+  assert_string_equal(t->container, "a");
+  assert_int_equal(t->exit_code, 0);
+  assert_string_equal(t->reason, "Completed");
+  assert_string_equal(t->message, "checkpoint=s3://b/step-7");
+  assert_int_equal(t->finished_ms, 1795953605000LL);
+  t = &p.terminated[1];
+  assert_string_equal(t->container, "c");
+  assert_int_equal(t->exit_code, 2);
+  assert_string_equal(t->reason, "");
+  assert_string_equal(t->message, "");
+  assert_int_equal(t->finished_ms, 0);
+
+  assert_int_equal(p.n_last_terminated, 1);
+  t = &p.last_terminated[0];
+  assert_string_equal(t->container, "b");
+  assert_int_equal(t->exit_code, 137);
+  assert_string_equal(t->reason, "OOMKilled");
+  assert_int_equal(t->finished_ms, 0); /* not an RFC 3339 time */
+  gq_pod_release(&p);
+  assert_null(p.terminated);
+  assert_null(p.last_terminated);
+  json_decref(obj);
+}
+
+/* A pod without annotations or container statuses owns nothing extra. */
+static void test_no_owned_fields(void **state)
+{
+  struct gq_pod p;
+  json_t *obj = decode_sq(NULL, NULL, &p);
+
+  (void)state;
+  assert_null(p.strings);
+  assert_null(p.annotations);
+  assert_int_equal(p.n_annotations, 0);
+  assert_null(p.terminated);
+  assert_int_equal(p.n_terminated, 0);
+  assert_null(p.last_terminated);
+  assert_int_equal(p.n_last_terminated, 0);
+  assert_null(gq_pod_annotation(&p, "gpuq.dev/flavor"));
+  assert_int_equal(p.exit_code, -1);
+  gq_pod_release(&p);
+  json_decref(obj);
+}
+
 static const struct {
   const char *spec, *want;
 } bad_cases[] = {
@@ -200,6 +343,9 @@ int main(void)
       cmocka_unit_test(test_effective_requests),
       cmocka_unit_test(test_scheduling_constraints),
       cmocka_unit_test(test_status),
+      cmocka_unit_test(test_annotations),
+      cmocka_unit_test(test_terminations),
+      cmocka_unit_test(test_no_owned_fields),
       cmocka_unit_test(test_rejections),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,6 @@
 /* The pods and Service gpuq creates (controller/podspec.h): every pod is
  * decoded back with the API's own decoder and matched against nodes with
- * api/match.h, so the pin, the GPU request and the labels are checked the
+ * decide/match.h, so the pin, the GPU request and the labels are checked the
  * way kube-scheduler and gpuq's rebuild read them. Inline JSON is written
  * with single quotes (gq_test_json_sq()).
  */
@@ -14,12 +14,12 @@
 #include <cmocka.h>
 
 #include "api/gpujob.h"
-#include "api/match.h"
-#include "api/names.h"
 #include "api/node.h"
 #include "api/pod.h"
 #include "base/err.h"
 #include "controller/podspec.h"
+#include "decide/match.h"
+#include "decide/names.h"
 #include "tests/support/fixture.h"
 
 #define UID "0f3c2a9e-5b7d-4e21-9a44-7c1d2e3f4a5b"
