@@ -6,6 +6,7 @@
 
 #include "sim/engine.h"
 
+#include "api/meta.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/err.h"
@@ -14,14 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *meta_str(const json_t *obj, const char *key)
-{
-  const char *v = json_string_value(
-      json_object_get(json_object_get(obj, "metadata"), key));
-
-  return v ? v : "";
-}
 
 static const char *phase(const json_t *pod)
 {
@@ -74,7 +67,7 @@ static void count_budget(struct gq_sim *s, const json_t *pdb,
 {
   struct gq_sim_kind *pods = gq_sim_kind_find(s, "", "v1", "pods");
   const json_t *spec = json_object_get(pdb, "spec");
-  json_t *items = gq_sim_list(pods, meta_str(pdb, "namespace")), *p;
+  json_t *items = gq_sim_list(pods, gq_meta_str(pdb, "namespace")), *p;
   long min, max;
   size_t i;
 
@@ -182,7 +175,7 @@ static int check_budgets(struct gq_sim *s, const char *ns, const json_t *pod,
     rc = 500;
   } else if (n == 1 && b.allowed <= 0) {
     snprintf(msg, msglen, "The disruption budget %s needs %ld healthy pods "
-             "and has %ld currently", meta_str(match, "name"), b.desired,
+             "and has %ld currently", gq_meta_str(match, "name"), b.desired,
              b.healthy);
     rc = 429;
   }

@@ -2,6 +2,7 @@
  * store, and reconciling pods as kube-scheduler and the kubelet do. */
 #include "sim/engine.h"
 
+#include "api/meta.h"
 #include "api/pod.h"
 #include "base/alloc.h"
 #include "base/clock.h"
@@ -102,29 +103,9 @@ static struct gq_sim_kind *nodes_kind(struct gq_sim *s)
   return gq_sim_kind_find(s, "", "v1", "nodes");
 }
 
-static const char *meta_str(const json_t *obj, const char *key)
-{
-  const char *v = json_string_value(
-      json_object_get(json_object_get(obj, "metadata"), key));
-
-  return v ? v : "";
-}
-
-static const char *label(const json_t *obj, const char *key)
-{
-  return json_string_value(json_object_get(
-      json_object_get(json_object_get(obj, "metadata"), "labels"), key));
-}
-
-static const char *annotation(const json_t *obj, const char *key)
-{
-  return json_string_value(json_object_get(
-      json_object_get(json_object_get(obj, "metadata"), "annotations"), key));
-}
-
 static int64_t ann_int(const json_t *obj, const char *key)
 {
-  const char *v = annotation(obj, key);
+  const char *v = gq_meta_obj_annotation(obj, key);
   char *end;
   long long n;
 
@@ -260,11 +241,11 @@ void gq_sim_engine_observe(struct gq_sim *s, const struct gq_sim_event *ev)
       gq_sim_check_account(s, ev->obj, +1);
     }
     gq_sim_check_pod(s, ev->old, ev->obj, ev->type == GQ_EV_DELETED);
-    snprintf(key, sizeof(key), "%s/%s", meta_str(ev->obj, "namespace"),
-             meta_str(ev->obj, "name"));
+    snprintf(key, sizeof(key), "%s/%s", gq_meta_str(ev->obj, "namespace"),
+             gq_meta_str(ev->obj, "name"));
     if (ev->type == GQ_EV_DELETED) {
-      json_object_del(e->starting, meta_str(ev->obj, "uid"));
-      drop_pod(e, meta_str(ev->obj, "uid"));
+      json_object_del(e->starting, gq_meta_str(ev->obj, "uid"));
+      drop_pod(e, gq_meta_str(ev->obj, "uid"));
       json_object_del(e->unsched, key);
       retry_unschedulable(e);
     } else {
@@ -414,7 +395,7 @@ static void mark_unschedulable(struct gq_sim_engine *e, const json_t *pod,
   size_t i;
 
   json_object_set_new(e->unsched, key, json_true());
-  if (pinned && label(pod, GQ_LBL_JOB))
+  if (pinned && gq_meta_obj_label(pod, GQ_LBL_JOB))
     gq_sim_placement_miss(e->s, pod, msg);
   json_array_foreach((json_t *)conds, i, c) {
     const char *t = json_string_value(json_object_get(c, "type"));
@@ -457,7 +438,7 @@ static void schedule(struct gq_sim_engine *e, const json_t *pod,
     size_t i;
 
     json_array_foreach(nodes, i, it) {
-      n = node_get(e, meta_str(it, "name"));
+      n = node_get(e, gq_meta_str(it, "name"));
       total++;
       if (n && !(reason = try_node(n, &p.sched, why, sizeof(why)))) {
         bind_pod(e->s, pod, n->name);
@@ -505,16 +486,18 @@ static struct gq_sim_pod *new_record(struct gq_sim_engine *e,
                                      const struct gq_pod *p)
 {
   struct gq_sim_pod *r = gq_xcalloc(1, sizeof(*r));
-  const char *ju = label(pod, GQ_LBL_JOB_UID), *att;
+  const char *ju = gq_meta_obj_label(pod, GQ_LBL_JOB_UID), *att;
 
-  r->uid = gq_xstrdup(meta_str(pod, "uid"));
+  r->uid = gq_xstrdup(gq_meta_str(pod, "uid"));
   r->key = gq_xstrdup(key);
   r->node = gq_xstrdup(p->sched.node_name);
-  r->ns = gq_xstrdup(meta_str(pod, "namespace"));
+  r->ns = gq_xstrdup(gq_meta_str(pod, "namespace"));
   r->job_uid = ju ? gq_xstrdup(ju) : NULL;
-  r->job = gq_xstrdup(label(pod, GQ_LBL_JOB) ? label(pod, GQ_LBL_JOB) : "");
-  r->team = gq_xstrdup(label(pod, GQ_LBL_TEAM) ? label(pod, GQ_LBL_TEAM) : "");
-  att = label(pod, GQ_LBL_ATTEMPT);
+  att = gq_meta_obj_label(pod, GQ_LBL_JOB);
+  r->job = gq_xstrdup(att ? att : "");
+  att = gq_meta_obj_label(pod, GQ_LBL_TEAM);
+  r->team = gq_xstrdup(att ? att : "");
+  att = gq_meta_obj_label(pod, GQ_LBL_ATTEMPT);
   r->attempt = att ? strtoll(att, NULL, 10) : 0;
   for (size_t i = 0; i < p->sched.n_extended; i++)
     if (!strncmp(p->sched.extended[i].name, "nvidia.com/", 11))
@@ -552,7 +535,7 @@ static void reject(struct gq_sim_engine *e, const json_t *pod,
   json_object_set_new(st, "phase", json_string("Failed"));
   json_object_set_new(st, "reason", json_string(reason));
   json_object_set_new(st, "message", json_string(msg));
-  if (label(pod, GQ_LBL_JOB))
+  if (gq_meta_obj_label(pod, GQ_LBL_JOB))
     gq_sim_placement_miss(e->s, pod, reason);
   gq_sim_put(e->s, pods_kind(e->s), next);
 }
@@ -593,7 +576,7 @@ static void start_pod(struct gq_sim_engine *e, const json_t *pod,
 static int start_due(struct gq_sim_engine *e, const json_t *pod,
                      const char *key, const struct gq_sim_node *n)
 {
-  const char *uid = meta_str(pod, "uid");
+  const char *uid = gq_meta_str(pod, "uid");
   const json_t *due = json_object_get(e->starting, uid);
   int64_t now = gq_clock_now_ms(), delay;
   json_t *st, *conds, *next;
@@ -697,8 +680,8 @@ static void sigterm(struct gq_sim_engine *e, struct gq_sim_pod *r,
 /* A bound pod being deleted that never ran goes at once. */
 static void remove_pod(struct gq_sim *s, const json_t *pod)
 {
-  gq_sim_remove(s, pods_kind(s), meta_str(pod, "namespace"),
-                meta_str(pod, "name"), 0);
+  gq_sim_remove(s, pods_kind(s), gq_meta_str(pod, "namespace"),
+                gq_meta_str(pod, "name"), 0);
 }
 
 static void reconcile(struct gq_sim_engine *e, const char *key)
@@ -714,7 +697,7 @@ static void reconcile(struct gq_sim_engine *e, const char *key)
   st = json_object_get(pod, "status");
   node = json_string_value(json_object_get(spec, "nodeName"));
   phase = json_string_value(json_object_get(st, "phase"));
-  HASH_FIND_STR(e->pods, meta_str(pod, "uid"), r);
+  HASH_FIND_STR(e->pods, gq_meta_str(pod, "uid"), r);
   if (json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp")) {
     struct gq_sim_node *n = r ? node_get(e, r->node) : NULL;
 
@@ -781,7 +764,7 @@ static void pod_exit(struct gq_sim_engine *e, const struct gq_tev *t)
   char msg[600];
 
   HASH_FIND_STR(e->pods, t->uid, r);
-  if (!pod || !r || strcmp(meta_str(pod, "uid"), t->uid))
+  if (!pod || !r || strcmp(gq_meta_str(pod, "uid"), t->uid))
     return;
   if (!r->running || (t->type != GQ_TEV_POD_EXIT && r->terminating))
     return; /* already stopped, or SIGTERM decides how it ends */
@@ -799,7 +782,7 @@ static void pod_exit(struct gq_sim_engine *e, const struct gq_tev *t)
    * nothing when killed. Then the kubelet confirms the deletion. */
   if (t->arg == 0)
     snprintf(msg, sizeof(msg), "checkpoint=sim://%s/%s/%.0f", r->ns,
-             *r->job ? r->job : meta_str(pod, "name"), r->exit_progress_s);
+             *r->job ? r->job : gq_meta_str(pod, "name"), r->exit_progress_s);
   gq_sim_report_pod_stopped(e->s, r, t->arg == 0, disruption_reason(pod));
   pod = finish(e, pod, t->arg, t->arg == 0 ? msg : NULL);
   remove_pod(e->s, pod);
