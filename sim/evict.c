@@ -112,7 +112,8 @@ static void store_status(struct gq_sim *s, struct gq_sim_kind *k,
   gq_sim_put(s, k, next);
 }
 
-void gq_sim_pdb_refresh(struct gq_sim *s, const char *ns)
+/* Recomputes the status of the PodDisruptionBudgets in namespace ns. */
+static void pdb_refresh(struct gq_sim *s, const char *ns)
 {
   struct gq_sim_kind *k = gq_sim_kind_find(s, "policy", "v1",
                                            "poddisruptionbudgets");
@@ -136,6 +137,18 @@ void gq_sim_pdb_refresh(struct gq_sim *s, const char *ns)
     store_status(s, k, pdb, &b);
   }
   json_decref(pdbs);
+}
+
+void gq_sim_pdb_observe(struct gq_sim *s, const struct gq_sim_event *ev,
+                        void *arg)
+{
+  char ns[256]; /* copied: a small window may drop obj during the refresh */
+
+  (void)arg;
+  if (*ev->kind->group || strcmp(ev->kind->plural, "pods") != 0)
+    return; /* budgets count pods */
+  snprintf(ns, sizeof(ns), "%s", gq_meta_str(ev->obj, "namespace"));
+  pdb_refresh(s, ns);
 }
 
 /* Checks the budgets covering pod. Returns 0 if the eviction may go on;
@@ -218,14 +231,6 @@ static json_t *with_condition(const json_t *pod, const char *type,
   return next;
 }
 
-static void success(struct gq_sim_req *r)
-{
-  gq_sim_reply(r->http, 201,
-               json_pack("{s:s, s:s, s:{}, s:s, s:i}", "kind", "Status",
-                         "apiVersion", "v1", "metadata", "status", "Success",
-                         "code", 201));
-}
-
 int gq_sim_evict(struct gq_sim *s, const char *ns, const char *name,
                  int64_t grace_s, int check_budget, const char *reason,
                  char *msg, size_t msglen)
@@ -277,7 +282,7 @@ void gq_sim_do_eviction(struct gq_sim_req *r)
   else if (rc == 500)
     gq_sim_status(r->http, 500, "InternalError", msg, NULL);
   else
-    success(r);
+    gq_sim_reply_success(r->http, 201);
 }
 
 void gq_sim_do_binding(struct gq_sim_req *r)
@@ -314,5 +319,5 @@ void gq_sim_do_binding(struct gq_sim_req *r)
                       json_string(node));
   json_decref(b);
   gq_sim_put(r->s, r->k, next);
-  success(r);
+  gq_sim_reply_success(r->http, 201);
 }

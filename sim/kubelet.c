@@ -1,5 +1,6 @@
-/* sim/kubelet.c - the engine's core: the timed-work heap, observing the
- * store, and reconciling pods as kube-scheduler and the kubelet do. */
+/* sim/kubelet.c - the engine's core: observing the store, reconciling pods
+ * as kube-scheduler and the kubelet do, and running timed work when it is
+ * due (the heap itself is timers.c). */
 #include "sim/engine.h"
 
 #include "api/meta.h"
@@ -17,81 +18,6 @@
 #define RECONCILE_PER_TURN 256 /* bounded work per loop turn (STYLE) */
 
 static const struct gq_lc lc = {"sim", "kubelet", NULL};
-
-/* --- the timed-work heap (binary min-heap on (due, seq)) --- */
-
-static int tev_less(const struct gq_tev *a, const struct gq_tev *b)
-{
-  return a->due_vms < b->due_vms ||
-         (a->due_vms == b->due_vms && a->seq < b->seq);
-}
-
-static void heap_up(struct gq_sim_engine *e, size_t i)
-{
-  while (i > 0 && tev_less(&e->heap[i], &e->heap[(i - 1) / 2])) {
-    struct gq_tev t = e->heap[i];
-
-    e->heap[i] = e->heap[(i - 1) / 2];
-    e->heap[(i - 1) / 2] = t;
-    i = (i - 1) / 2;
-  }
-}
-
-static void heap_down(struct gq_sim_engine *e, size_t i)
-{
-  for (;;) {
-    size_t l = 2 * i + 1, r = l + 1, m = i;
-    struct gq_tev t;
-
-    if (l < e->n_heap && tev_less(&e->heap[l], &e->heap[m]))
-      m = l;
-    if (r < e->n_heap && tev_less(&e->heap[r], &e->heap[m]))
-      m = r;
-    if (m == i)
-      return;
-    t = e->heap[i];
-    e->heap[i] = e->heap[m];
-    e->heap[m] = t;
-    i = m;
-  }
-}
-
-static void on_timer(uv_timer_t *t);
-
-/* Re-arms the one timer to the earliest event, converted to real time. */
-static void arm(struct gq_sim_engine *e)
-{
-  int64_t real_due, now = gq_clock_real_ms();
-
-  if (e->closing || e->n_heap == 0) {
-    uv_timer_stop(&e->timer);
-    return;
-  }
-  real_due = gq_clock_to_real(gq_clock_get(), e->heap[0].due_vms);
-  uv_timer_start(&e->timer, on_timer,
-                 real_due > now ? (uint64_t)(real_due - now) : 0, 0);
-}
-
-void gq_sim_tev_add(struct gq_sim_engine *e, int64_t due_vms,
-                    enum gq_tev_type type, const char *key, const char *uid,
-                    int64_t arg)
-{
-  struct gq_tev *t;
-
-  if (e->n_heap == e->cap_heap) {
-    e->cap_heap = e->cap_heap ? 2 * e->cap_heap : 256;
-    e->heap = gq_xrealloc(e->heap, e->cap_heap * sizeof(*e->heap));
-  }
-  t = &e->heap[e->n_heap++];
-  t->due_vms = due_vms;
-  t->seq = e->seq++;
-  t->type = type;
-  t->key = key ? gq_xstrdup(key) : NULL;
-  t->uid = uid ? gq_xstrdup(uid) : NULL;
-  t->arg = arg;
-  heap_up(e, e->n_heap - 1);
-  arm(e);
-}
 
 static struct gq_sim_kind *pods_kind(struct gq_sim *s)
 {
@@ -225,12 +151,14 @@ static void drop_pod(struct gq_sim_engine *e, const char *uid)
   free(p);
 }
 
-void gq_sim_engine_observe(struct gq_sim *s, const struct gq_sim_event *ev)
+void gq_sim_engine_observe(struct gq_sim *s, const struct gq_sim_event *ev,
+                           void *arg)
 {
   struct gq_sim_engine *e = s->engine;
   const struct gq_sim_kind *k = ev->kind;
   char key[600];
 
+  (void)arg;
   if (!e || e->closing || *k->group)
     goto other;
   if (!strcmp(k->plural, "pods")) {
@@ -739,6 +667,11 @@ static void on_kick(uv_timer_t *t)
     uv_timer_start(&e->kick, on_kick, 0, 0);
 }
 
+int gq_sim_engine_busy(const struct gq_sim_engine *e)
+{
+  return json_object_size(e->dirty) > 0;
+}
+
 /* --- timed work --- */
 
 /* The reason of the pod's DisruptionTarget condition, or NULL. */
@@ -788,7 +721,7 @@ static void pod_exit(struct gq_sim_engine *e, const struct gq_tev *t)
   remove_pod(e->s, pod);
 }
 
-static void run_tev(struct gq_sim_engine *e, const struct gq_tev *t)
+void gq_sim_engine_run_tev(struct gq_sim_engine *e, const struct gq_tev *t)
 {
   switch (t->type) {
   case GQ_TEV_POD_DONE:
@@ -808,23 +741,6 @@ static void run_tev(struct gq_sim_engine *e, const struct gq_tev *t)
   }
 }
 
-static void on_timer(uv_timer_t *timer)
-{
-  struct gq_sim_engine *e = timer->data;
-  int64_t now = gq_clock_now_ms();
-
-  while (!e->closing && e->n_heap && e->heap[0].due_vms <= now) {
-    struct gq_tev t = e->heap[0];
-
-    e->heap[0] = e->heap[--e->n_heap];
-    heap_down(e, 0);
-    run_tev(e, &t);
-    free(t.key);
-    free(t.uid);
-  }
-  arm(e);
-}
-
 int gq_sim_engine_start(struct gq_sim *s)
 {
   struct gq_sim_engine *e = gq_xcalloc(1, sizeof(*e));
@@ -836,10 +752,11 @@ int gq_sim_engine_start(struct gq_sim *s)
   e->team_used = json_object();
   e->attempts = json_object();
   e->starting = json_object();
-  uv_timer_init(s->loop, &e->timer);
+  gq_sim_timers_init(e);
   uv_timer_init(s->loop, &e->kick);
-  e->timer.data = e->kick.data = e;
+  e->kick.data = e;
   s->engine = e;
+  gq_sim_store_observe(s, gq_sim_engine_observe, NULL);
   gq_sim_report_init(s);
   GQ_LOG(GQ_DEBUG, &lc, "simulated kubelets and scheduler started");
   return 0;
@@ -852,7 +769,7 @@ void gq_sim_engine_stop(struct gq_sim *s)
   if (!e || e->closing)
     return;
   e->closing = 1;
-  uv_close((uv_handle_t *)&e->timer, NULL);
+  gq_sim_timers_close(e);
   uv_close((uv_handle_t *)&e->kick, NULL);
 }
 
@@ -875,11 +792,7 @@ void gq_sim_engine_release(struct gq_sim *s)
     free(n->name);
     free(n);
   }
-  for (size_t i = 0; i < e->n_heap; i++) {
-    free(e->heap[i].key);
-    free(e->heap[i].uid);
-  }
-  free(e->heap);
+  gq_sim_timers_release(e);
   json_decref(e->dirty);
   json_decref(e->unsched);
   json_decref(e->seen_miss);

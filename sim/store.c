@@ -1,6 +1,6 @@
-/* sim/store.c - objects, resourceVersions, the event window, deletion. */
-#include "sim/server.h"
-#include "sim/engine.h"
+/* sim/store.c - objects, resourceVersions, the event window, deletion,
+ * and the observers every change is passed to (sim.h). */
+#include "sim/sim.h"
 
 #include "api/meta.h"
 #include "base/alloc.h"
@@ -59,8 +59,9 @@ const json_t *gq_sim_get(struct gq_sim_kind *k, const char *ns,
   return o ? o->obj : NULL;
 }
 
-/* Appends an event to the window (dropping the oldest when full) and tells
- * the watches. Takes the references in obj and old. */
+/* Appends an event to the window (dropping the oldest when full) and
+ * tells the observers, in registration order. Takes the references in obj
+ * and old. */
 static void emit(struct gq_sim *s, struct gq_sim_kind *k,
                  enum gq_sim_ev_type type, json_t *obj, json_t *old)
 {
@@ -82,22 +83,24 @@ static void emit(struct gq_sim *s, struct gq_sim_kind *k,
   ev->kind = k;
   ev->obj = obj;
   ev->old = old;
-  gq_sim_watch_notify(s, ev);
-  /* Hooks may store more changes, and a small window can drop this slot
-   * meanwhile: they get a copy holding its own references. */
+  /* Observers may store more changes, and a small window can drop this
+   * slot meanwhile: they get a copy holding its own references. */
   copy = *ev;
   json_incref(copy.obj);
   json_incref(copy.old);
-  if (!*k->group && !strcmp(k->plural, "pods")) { /* budgets count pods */
-    char ns[256]; /* copied: a small window may drop obj during refresh */
-
-    snprintf(ns, sizeof(ns), "%s", gq_meta_str(copy.obj, "namespace"));
-    gq_sim_pdb_refresh(s, ns);
-  }
-  if (s->engine)
-    gq_sim_engine_observe(s, &copy);
+  for (size_t i = 0; i < s->n_observers; i++)
+    s->observers[i].fn(s, &copy, s->observers[i].arg);
   json_decref(copy.obj);
   json_decref(copy.old);
+}
+
+int gq_sim_store_observe(struct gq_sim *s, gq_sim_observer_fn fn, void *arg)
+{
+  if (s->n_observers == GQ_SIM_MAX_OBSERVERS)
+    return GQ_ETOOBIG;
+  s->observers[s->n_observers].fn = fn;
+  s->observers[s->n_observers++].arg = arg;
+  return 0;
 }
 
 static void set_rv(json_t *obj, uint64_t rv)
