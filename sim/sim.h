@@ -305,8 +305,9 @@ void gq_sim_clock_init(struct gq_sim *s);
  * the wait's real timeout, 400 for a bad body. req is answered, now or
  * later. */
 void gq_sim_clock_serve(struct gq_sim *s, struct gq_http_req *req);
-/* Answers every waiter with 503 and closes the timer (before the server
- * closes; run the loop to finish). */
+/* Answers every waiter with 503 (the server, closing next, may drop the
+ * answer with the connection) and closes the timer. Call before the
+ * server closes; run the loop to finish. */
 void gq_sim_clock_stop(struct gq_sim *s);
 
 /* --- reply.c --- */
