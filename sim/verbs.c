@@ -348,10 +348,8 @@ void gq_sim_do_watch(struct gq_sim_req *r)
     snprintf(msg, sizeof(msg), "too old resource version: %llu (%llu)",
              (unsigned long long)o.from_rv,
              (unsigned long long)r->s->compacted_rv + 1);
-    ev = json_pack("{s:s, s:{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}}", "type",
-                   "ERROR", "object", "kind", "Status", "apiVersion", "v1",
-                   "metadata", "status", "Failure", "message", msg, "reason",
-                   "Expired", "code", 410);
+    ev = json_pack("{s:s, s:o}", "type", "ERROR", "object",
+                   gq_sim_status_json(410, "Expired", msg));
     line = json_dumps(ev, JSON_COMPACT);
     gq_http_stream_write(st, line, strlen(line));
     gq_http_stream_write(st, "\n", 1);
