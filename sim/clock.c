@@ -183,7 +183,7 @@ static void wait_req(struct gq_sim *s, struct gq_http_req *req)
   const char *text = gq_http_body(req, &len);
   json_t *body = json_loadb(text, len, 0, NULL);
   struct gq_sim_clock_wait *w;
-  int64_t until, timeout, now = gq_clock_now_ms();
+  int64_t until = 0, timeout = 0, now = gq_clock_now_ms();
   char msg[300];
 
   msg[0] = '\0';
