@@ -657,14 +657,6 @@ int gq_gpujob_decode(const json_t *obj, struct gq_gpujob *out, char *err,
   return 0;
 }
 
-/* A string member of metadata, "" when absent or not a string. */
-static const char *meta_str(const json_t *m, const char *k)
-{
-  const char *s = json_string_value(json_object_get(m, k));
-
-  return s ? s : "";
-}
-
 void gq_gpujob_decode_invalid(const json_t *obj, const char *msg,
                               struct gq_gpujob *out)
 {
@@ -672,10 +664,10 @@ void gq_gpujob_decode_invalid(const json_t *obj, const char *msg,
   struct gq_dec d;
 
   memset(out, 0, sizeof(*out));
-  out->meta.ns = meta_str(m, "namespace");
-  out->meta.name = meta_str(m, "name");
-  out->meta.uid = meta_str(m, "uid");
-  out->meta.resource_version = meta_str(m, "resourceVersion");
+  out->meta.ns = gq_meta_str(obj, "namespace");
+  out->meta.name = gq_meta_str(obj, "name");
+  out->meta.uid = gq_meta_str(obj, "uid");
+  out->meta.resource_version = gq_meta_str(obj, "resourceVersion");
   out->meta.generation = json_integer_value(json_object_get(m, "generation"));
   out->meta.deletion_grace_s = -1;
   v = json_object_get(m, "deletionTimestamp");

@@ -8,6 +8,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *gq_meta_str(const json_t *obj, const char *key)
+{
+  const char *v = json_string_value(
+      json_object_get(json_object_get(obj, "metadata"), key));
+
+  return v ? v : "";
+}
+
+const char *gq_meta_obj_label(const json_t *obj, const char *key)
+{
+  return json_string_value(json_object_get(
+      json_object_get(json_object_get(obj, "metadata"), "labels"), key));
+}
+
+const char *gq_meta_obj_annotation(const json_t *obj, const char *key)
+{
+  return json_string_value(json_object_get(
+      json_object_get(json_object_get(obj, "metadata"), "annotations"), key));
+}
+
 int gq_dec_time(struct gq_dec *d, const json_t *parent, const char *path,
                 int64_t *out_ms)
 {

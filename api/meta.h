@@ -32,6 +32,24 @@ int gq_meta_decode(struct gq_dec *d, const json_t *obj, unsigned flags,
 /* Frees what gq_meta_decode() allocated; m is then empty. */
 void gq_meta_release(struct gq_meta *m);
 
+/* --- raw JSON metadata ---
+ * For objects held as JSON rather than decoded into struct gq_meta (the
+ * sim's stored objects, a GpuJob that failed to decode). Each reads
+ * obj.metadata; obj may be NULL or have no metadata. Returned strings are
+ * borrowed from obj: valid while the caller's reference to obj lives. */
+
+/* obj.metadata.<key> as a string ("namespace", "name", "uid", ...): "" when
+ * obj, its metadata or the member is absent or not a string; never NULL. */
+const char *gq_meta_str(const json_t *obj, const char *key);
+
+/* The value of label 'key' (obj.metadata.labels), or NULL when absent or
+ * not a string. */
+const char *gq_meta_obj_label(const json_t *obj, const char *key);
+
+/* The value of annotation 'key' (obj.metadata.annotations), or NULL when
+ * absent or not a string. */
+const char *gq_meta_obj_annotation(const json_t *obj, const char *key);
+
 /* Decodes a JSON object of string values (labels, nodeSelector) into an
  * owned array of borrowed pairs at *out / *n (NULL / 0 when absent). Checks
  * keys as qualified names and, if 'label_values', values as label values.

@@ -94,15 +94,15 @@ static void rel_pod(void *p)
 
 static struct cjob *job_for(struct ctl *c, const json_t *obj)
 {
-  const char *uid = ctl_meta_str(obj, "uid");
+  const char *uid = gq_meta_str(obj, "uid");
   struct cjob *cj;
 
   if (!*uid)
     return NULL;
   cj = ctl_job(c, uid);
   if (!cj) {
-    cj = ctl_job_new(c, uid, ctl_meta_str(obj, "namespace"),
-                     ctl_meta_str(obj, "name"));
+    cj = ctl_job_new(c, uid, gq_meta_str(obj, "namespace"),
+                     gq_meta_str(obj, "name"));
     /* arrival stamp, strictly increasing in watch (= creation) order:
      * adopt() orders jobs created within one second with it */
     cj->queued_ms = gq_clock_now_ms();
@@ -127,7 +127,7 @@ static void job_update(const json_t *old, const json_t *o, void *arg)
 static void job_del(const json_t *o, void *arg)
 {
   struct ctl *c = arg;
-  struct cjob *cj = ctl_job(c, ctl_meta_str(o, "uid"));
+  struct cjob *cj = ctl_job(c, gq_meta_str(o, "uid"));
 
   if (cj) {
     cj->gone = 1;
@@ -158,7 +158,7 @@ static void mark_all(struct ctl *c, const char *team, const char *pclass)
 static void quota_changed(const json_t *o, void *arg)
 {
   struct ctl *c = arg;
-  const char *name = ctl_meta_str(o, "name");
+  const char *name = gq_meta_str(o, "name");
   struct cteam *t = ctl_team(c, name);
   const struct gq_teamquota *q = ctl_quota(c, name);
   const char *coh = q && q->cohort ? q->cohort : "";
@@ -193,7 +193,7 @@ static void quota_update(const json_t *old, const json_t *o, void *arg)
 
 static void pc_changed(const json_t *o, void *arg)
 {
-  mark_all(arg, NULL, ctl_meta_str(o, "name"));
+  mark_all(arg, NULL, gq_meta_str(o, "name"));
 }
 static void pc_update(const json_t *old, const json_t *o, void *arg)
 {
@@ -214,7 +214,7 @@ static void pod_mark(const json_t *o, void *arg)
 }
 static void pod_key(const json_t *o, char *buf, size_t len)
 {
-  snprintf(buf, len, "%s/%s", ctl_meta_str(o, "namespace"), ctl_meta_str(o, "name"));
+  snprintf(buf, len, "%s/%s", gq_meta_str(o, "namespace"), gq_meta_str(o, "name"));
 }
 
 static void pod_add(const json_t *o, void *arg)
@@ -280,7 +280,7 @@ static void node_changed(const json_t *o, void *arg)
 {
   struct ctl *c = arg;
   const struct gq_node *n = gq_informer_typed(c->inf_nodes,
-                                              ctl_meta_str(o, "name"));
+                                              gq_meta_str(o, "name"));
 
   if (n)
     disrupt_node(c, n);

@@ -282,8 +282,6 @@ struct ctl {
 #define CTL_REPORT (&(const struct gq_kclient_call){GQ_KPRIO_LOW, 1, NULL})
 
 /* store.c: the records and their lookups (no I/O) */
-/* metadata.<k> of an object as a string, "" when absent (borrowed). */
-const char *ctl_meta_str(const json_t *o, const char *k);
 /* The job record of uid, or NULL (borrowed: freed by jobs_forget). */
 struct cjob *ctl_job(struct ctl *c, const char *uid);
 /* A new job record for (uid, ns, name) (copied), added to c->jobs; the

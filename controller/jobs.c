@@ -883,7 +883,7 @@ static void list_teams(struct ctl *c, char *buf, size_t len)
   buf[0] = '\0';
   json_array_foreach(all, i, o) {
     int n = snprintf(buf + off, len - off, "%s'%s'", i ? ", " : "",
-                     ctl_meta_str(o, "name"));
+                     gq_meta_str(o, "name"));
     if (n < 0 || (size_t)n >= len - off)
       break;
     off += (size_t)n;

@@ -17,13 +17,6 @@
 
 static const struct gq_lc lc = {"controller", "store", NULL};
 
-const char *ctl_meta_str(const json_t *o, const char *k)
-{
-  const char *v =
-      json_string_value(json_object_get(json_object_get(o, "metadata"), k));
-  return v ? v : "";
-}
-
 struct cjob *ctl_job(struct ctl *c, const char *uid)
 {
   struct cjob *cj;

@@ -10,6 +10,7 @@
  * a replay: each team's usage must be back to 0. */
 #include "sim/engine.h"
 
+#include "api/meta.h"
 #include "api/pod.h"
 #include "api/teamquota.h"
 #include "base/alloc.h"
@@ -18,20 +19,6 @@
 
 #include <stdio.h>
 #include <string.h>
-
-static const char *meta_str(const json_t *obj, const char *key)
-{
-  const char *v = json_string_value(
-      json_object_get(json_object_get(obj, "metadata"), key));
-
-  return v ? v : "";
-}
-
-static const char *label(const json_t *obj, const char *key)
-{
-  return json_string_value(json_object_get(
-      json_object_get(json_object_get(obj, "metadata"), "labels"), key));
-}
 
 static const char *node_of(const json_t *pod)
 {
@@ -88,8 +75,8 @@ static void check_overcommit(struct gq_sim *s, const json_t *pod)
     if (strncmp(res, "nvidia.com/", 11) || used <= alloc)
       continue;
     snprintf(msg, sizeof(msg), "pod %s/%s bound to node %s: %s requested "
-             "%lld > allocatable %lld", meta_str(pod, "namespace"),
-             meta_str(pod, "name"), node, res, (long long)used,
+             "%lld > allocatable %lld", gq_meta_str(pod, "namespace"),
+             gq_meta_str(pod, "name"), node, res, (long long)used,
              (long long)alloc);
     gq_sim_report_violation(s, "INV-1", msg);
   }
@@ -101,9 +88,9 @@ static void check_overcommit(struct gq_sim *s, const json_t *pod)
 void gq_sim_check_account(struct gq_sim *s, const json_t *pod, int sign)
 {
   struct gq_sim_engine *e = s->engine;
-  const char *team = label(pod, GQ_LBL_TEAM), *res;
-  const char *ju = label(pod, GQ_LBL_JOB_UID);
-  const char *att = label(pod, GQ_LBL_ATTEMPT);
+  const char *team = gq_meta_obj_label(pod, GQ_LBL_TEAM), *res;
+  const char *ju = gq_meta_obj_label(pod, GQ_LBL_JOB_UID);
+  const char *att = gq_meta_obj_label(pod, GQ_LBL_ATTEMPT);
   json_t *per, *v;
 
   if (!pod || !holds(pod))
@@ -133,8 +120,8 @@ void gq_sim_check_account(struct gq_sim *s, const json_t *pod, int sign)
  * (the new pod is already counted in the index). */
 static void check_generations(struct gq_sim *s, const json_t *pod)
 {
-  const char *ju = label(pod, GQ_LBL_JOB_UID);
-  const char *att = label(pod, GQ_LBL_ATTEMPT);
+  const char *ju = gq_meta_obj_label(pod, GQ_LBL_JOB_UID);
+  const char *att = gq_meta_obj_label(pod, GQ_LBL_ATTEMPT);
   const json_t *per = ju ? json_object_get(s->engine->attempts, ju) : NULL;
   const char *other;
   json_t *v;
@@ -147,7 +134,7 @@ static void check_generations(struct gq_sim *s, const json_t *pod)
       continue;
     snprintf(msg, sizeof(msg), "pod %s/%s (attempt %s) created while pods "
              "of attempt %s of the same job still exist",
-             meta_str(pod, "namespace"), meta_str(pod, "name"), att, other);
+             gq_meta_str(pod, "namespace"), gq_meta_str(pod, "name"), att, other);
     gq_sim_report_violation(s, "INV-5", msg);
     return;
   }
@@ -201,7 +188,7 @@ static int64_t team_limit(struct gq_sim *s, const char *team,
  * (already in the index). */
 static void check_quota(struct gq_sim *s, const json_t *pod)
 {
-  const char *team = label(pod, GQ_LBL_TEAM), *res;
+  const char *team = gq_meta_obj_label(pod, GQ_LBL_TEAM), *res;
   int64_t mine = pod_gpus(pod, &res), total, limit;
   char msg[512];
 
@@ -211,8 +198,8 @@ static void check_quota(struct gq_sim *s, const json_t *pod)
   if (total > limit) {
     snprintf(msg, sizeof(msg), "team %s holds %lld GPUs after pod %s/%s was "
              "created; nominal + borrowing limit is %lld", team,
-             (long long)total, meta_str(pod, "namespace"),
-             meta_str(pod, "name"), (long long)limit);
+             (long long)total, gq_meta_str(pod, "namespace"),
+             gq_meta_str(pod, "name"), (long long)limit);
     gq_sim_report_violation(s, "INV-2", msg);
   }
 }
@@ -220,7 +207,7 @@ static void check_quota(struct gq_sim *s, const json_t *pod)
 void gq_sim_check_pod(struct gq_sim *s, const json_t *old, const json_t *pod,
                       int deleted)
 {
-  if (deleted || !label(pod, "gpuq.dev/job"))
+  if (deleted || !gq_meta_obj_label(pod, "gpuq.dev/job"))
     return;
   if (!old) {
     check_generations(s, pod);
@@ -234,14 +221,14 @@ void gq_sim_placement_miss(struct gq_sim *s, const json_t *pod,
                            const char *why)
 {
   struct gq_sim_engine *e = s->engine;
-  const char *uid = meta_str(pod, "uid");
+  const char *uid = gq_meta_str(pod, "uid");
   char msg[700];
 
   if (json_object_get(e->seen_miss, uid))
     return;
   json_object_set_new(e->seen_miss, uid, json_true());
-  snprintf(msg, sizeof(msg), "pod %s/%s: %s", meta_str(pod, "namespace"),
-           meta_str(pod, "name"), why);
+  snprintf(msg, sizeof(msg), "pod %s/%s: %s", gq_meta_str(pod, "namespace"),
+           gq_meta_str(pod, "name"), why);
   gq_sim_report_miss(s, msg);
 }
 

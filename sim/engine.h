@@ -1,8 +1,9 @@
 /* sim/engine.h - the simulated cluster behind gpuq-sim's API: scheduler,
  * kubelets, node events, the invariant checker and trace replay.
  *
- * The engine watches the store (every change is passed to
- * gq_sim_engine_observe()) and acts like the components of a real cluster:
+ * The engine observes the store (gq_sim_engine_observe() is registered with
+ * gq_sim_store_observe(), so it sees every change) and acts like the
+ * components of a real cluster:
  *   scheduler  binds pending pods (kube-scheduler's filters, decide/match.h)
  *   kubelet    admits bound pods (OutOf<resource> when they do not fit),
  *              runs them for the time their annotations give, handles
@@ -13,7 +14,8 @@
  * Work is level-based: observed pods are marked dirty and reconciled from
  * the stored state on the next loop turn, a bounded number per turn.
  * Timed work (a pod finishing, a checkpoint written, a job submitted) sits
- * in one heap served by one uv timer, in virtual time (base/clock.h).
+ * in one heap served by one uv timer, in virtual time (base/clock.h;
+ * timers.c).
  *
  * Loop thread only. */
 #ifndef GQ_SIM_ENGINE_H
@@ -94,12 +96,18 @@ struct gq_sim_node {
 struct gq_sim_report;
 struct gq_sim_replay;
 
+/* The timed-work heap (timers.c): a binary min-heap on (due_vms, seq),
+ * served by one uv timer armed for its earliest entry. */
+struct gq_sim_timers {
+  struct gq_tev *heap;  /* owned, with each entry's key and uid */
+  size_t n, cap;
+  uint64_t seq;         /* next sequence number */
+  uv_timer_t timer;
+};
+
 struct gq_sim_engine {
   struct gq_sim *s;
-  struct gq_tev *heap;
-  size_t n_heap, cap_heap;
-  uint64_t seq;
-  uv_timer_t timer;
+  struct gq_sim_timers tev;
   uv_timer_t kick;      /* runs the dirty set soon */
   json_t *dirty;        /* set of pod keys to reconcile */
   json_t *unsched;      /* pods left Unschedulable: retried on changes */
@@ -120,13 +128,35 @@ int gq_sim_engine_start(struct gq_sim *s);
 void gq_sim_engine_stop(struct gq_sim *s);
 void gq_sim_engine_release(struct gq_sim *s);
 
-/* Called by the store after every change (see store.c emit()). */
-void gq_sim_engine_observe(struct gq_sim *s, const struct gq_sim_event *ev);
+/* The store observer (gq_sim_store_observe()) that feeds the engine every
+ * change: pods are marked dirty, nodes retry unschedulable pods, the
+ * checker sees pods and GpuJobs. arg is unused. */
+void gq_sim_engine_observe(struct gq_sim *s, const struct gq_sim_event *ev,
+                           void *arg);
 
-/* Queues timed work at virtual time due_vms. key/uid are copied. */
+/* Runs one due timed entry t (borrowed; timers.c frees it afterwards). */
+void gq_sim_engine_run_tev(struct gq_sim_engine *e, const struct gq_tev *t);
+
+/* Work left for the loop: 1 while pods are marked for reconciling (the
+ * dirty set is not empty), else 0. */
+int gq_sim_engine_busy(const struct gq_sim_engine *e);
+
+/* --- timers.c --- */
+/* Sets up the heap's uv timer on e->s->loop (e->tev zeroed before). */
+void gq_sim_timers_init(struct gq_sim_engine *e);
+/* Closes the uv timer (run the loop to finish); nothing runs afterwards. */
+void gq_sim_timers_close(struct gq_sim_engine *e);
+/* Frees the entries left and the heap (after the close). */
+void gq_sim_timers_release(struct gq_sim_engine *e);
+/* Queues timed work at virtual time due_vms (Unix ms; a time already past
+ * runs on the next loop turn). key and uid (either may be NULL) are
+ * copied. Equal times run in the order they were added. */
 void gq_sim_tev_add(struct gq_sim_engine *e, int64_t due_vms,
                     enum gq_tev_type type, const char *key, const char *uid,
                     int64_t arg);
+/* The virtual time (Unix ms) of the earliest queued entry, or INT64_MAX
+ * when the heap is empty. */
+int64_t gq_sim_tev_next_due(const struct gq_sim_engine *e);
 
 /* The engine's record of a node (created empty on first use). */
 struct gq_sim_node *gq_sim_node_rec(struct gq_sim_engine *e, const char *name);

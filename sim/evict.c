@@ -6,6 +6,7 @@
 
 #include "sim/engine.h"
 
+#include "api/meta.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/err.h"
@@ -14,14 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *meta_str(const json_t *obj, const char *key)
-{
-  const char *v = json_string_value(
-      json_object_get(json_object_get(obj, "metadata"), key));
-
-  return v ? v : "";
-}
 
 static const char *phase(const json_t *pod)
 {
@@ -74,7 +67,7 @@ static void count_budget(struct gq_sim *s, const json_t *pdb,
 {
   struct gq_sim_kind *pods = gq_sim_kind_find(s, "", "v1", "pods");
   const json_t *spec = json_object_get(pdb, "spec");
-  json_t *items = gq_sim_list(pods, meta_str(pdb, "namespace")), *p;
+  json_t *items = gq_sim_list(pods, gq_meta_str(pdb, "namespace")), *p;
   long min, max;
   size_t i;
 
@@ -119,7 +112,8 @@ static void store_status(struct gq_sim *s, struct gq_sim_kind *k,
   gq_sim_put(s, k, next);
 }
 
-void gq_sim_pdb_refresh(struct gq_sim *s, const char *ns)
+/* Recomputes the status of the PodDisruptionBudgets in namespace ns. */
+static void pdb_refresh(struct gq_sim *s, const char *ns)
 {
   struct gq_sim_kind *k = gq_sim_kind_find(s, "policy", "v1",
                                            "poddisruptionbudgets");
@@ -143,6 +137,18 @@ void gq_sim_pdb_refresh(struct gq_sim *s, const char *ns)
     store_status(s, k, pdb, &b);
   }
   json_decref(pdbs);
+}
+
+void gq_sim_pdb_observe(struct gq_sim *s, const struct gq_sim_event *ev,
+                        void *arg)
+{
+  char ns[256]; /* copied: a small window may drop obj during the refresh */
+
+  (void)arg;
+  if (*ev->kind->group || strcmp(ev->kind->plural, "pods") != 0)
+    return; /* budgets count pods */
+  snprintf(ns, sizeof(ns), "%s", gq_meta_str(ev->obj, "namespace"));
+  pdb_refresh(s, ns);
 }
 
 /* Checks the budgets covering pod. Returns 0 if the eviction may go on;
@@ -182,7 +188,7 @@ static int check_budgets(struct gq_sim *s, const char *ns, const json_t *pod,
     rc = 500;
   } else if (n == 1 && b.allowed <= 0) {
     snprintf(msg, msglen, "The disruption budget %s needs %ld healthy pods "
-             "and has %ld currently", meta_str(match, "name"), b.desired,
+             "and has %ld currently", gq_meta_str(match, "name"), b.desired,
              b.healthy);
     rc = 429;
   }
@@ -223,14 +229,6 @@ static json_t *with_condition(const json_t *pod, const char *type,
                                          reason, "message", message,
                                          "lastTransitionTime", ts));
   return next;
-}
-
-static void success(struct gq_sim_req *r)
-{
-  gq_sim_reply(r->http, 201,
-               json_pack("{s:s, s:s, s:{}, s:s, s:i}", "kind", "Status",
-                         "apiVersion", "v1", "metadata", "status", "Success",
-                         "code", 201));
 }
 
 int gq_sim_evict(struct gq_sim *s, const char *ns, const char *name,
@@ -284,7 +282,7 @@ void gq_sim_do_eviction(struct gq_sim_req *r)
   else if (rc == 500)
     gq_sim_status(r->http, 500, "InternalError", msg, NULL);
   else
-    success(r);
+    gq_sim_reply_success(r->http, 201);
 }
 
 void gq_sim_do_binding(struct gq_sim_req *r)
@@ -321,5 +319,5 @@ void gq_sim_do_binding(struct gq_sim_req *r)
                       json_string(node));
   json_decref(b);
   gq_sim_put(r->s, r->k, next);
-  success(r);
+  gq_sim_reply_success(r->http, 201);
 }

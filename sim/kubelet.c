@@ -1,7 +1,9 @@
-/* sim/kubelet.c - the engine's core: the timed-work heap, observing the
- * store, and reconciling pods as kube-scheduler and the kubelet do. */
+/* sim/kubelet.c - the engine's core: observing the store, reconciling pods
+ * as kube-scheduler and the kubelet do, and running timed work when it is
+ * due (the heap itself is timers.c). */
 #include "sim/engine.h"
 
+#include "api/meta.h"
 #include "api/pod.h"
 #include "base/alloc.h"
 #include "base/clock.h"
@@ -17,81 +19,6 @@
 
 static const struct gq_lc lc = {"sim", "kubelet", NULL};
 
-/* --- the timed-work heap (binary min-heap on (due, seq)) --- */
-
-static int tev_less(const struct gq_tev *a, const struct gq_tev *b)
-{
-  return a->due_vms < b->due_vms ||
-         (a->due_vms == b->due_vms && a->seq < b->seq);
-}
-
-static void heap_up(struct gq_sim_engine *e, size_t i)
-{
-  while (i > 0 && tev_less(&e->heap[i], &e->heap[(i - 1) / 2])) {
-    struct gq_tev t = e->heap[i];
-
-    e->heap[i] = e->heap[(i - 1) / 2];
-    e->heap[(i - 1) / 2] = t;
-    i = (i - 1) / 2;
-  }
-}
-
-static void heap_down(struct gq_sim_engine *e, size_t i)
-{
-  for (;;) {
-    size_t l = 2 * i + 1, r = l + 1, m = i;
-    struct gq_tev t;
-
-    if (l < e->n_heap && tev_less(&e->heap[l], &e->heap[m]))
-      m = l;
-    if (r < e->n_heap && tev_less(&e->heap[r], &e->heap[m]))
-      m = r;
-    if (m == i)
-      return;
-    t = e->heap[i];
-    e->heap[i] = e->heap[m];
-    e->heap[m] = t;
-    i = m;
-  }
-}
-
-static void on_timer(uv_timer_t *t);
-
-/* Re-arms the one timer to the earliest event, converted to real time. */
-static void arm(struct gq_sim_engine *e)
-{
-  int64_t real_due, now = gq_clock_real_ms();
-
-  if (e->closing || e->n_heap == 0) {
-    uv_timer_stop(&e->timer);
-    return;
-  }
-  real_due = gq_clock_to_real(gq_clock_get(), e->heap[0].due_vms);
-  uv_timer_start(&e->timer, on_timer,
-                 real_due > now ? (uint64_t)(real_due - now) : 0, 0);
-}
-
-void gq_sim_tev_add(struct gq_sim_engine *e, int64_t due_vms,
-                    enum gq_tev_type type, const char *key, const char *uid,
-                    int64_t arg)
-{
-  struct gq_tev *t;
-
-  if (e->n_heap == e->cap_heap) {
-    e->cap_heap = e->cap_heap ? 2 * e->cap_heap : 256;
-    e->heap = gq_xrealloc(e->heap, e->cap_heap * sizeof(*e->heap));
-  }
-  t = &e->heap[e->n_heap++];
-  t->due_vms = due_vms;
-  t->seq = e->seq++;
-  t->type = type;
-  t->key = key ? gq_xstrdup(key) : NULL;
-  t->uid = uid ? gq_xstrdup(uid) : NULL;
-  t->arg = arg;
-  heap_up(e, e->n_heap - 1);
-  arm(e);
-}
-
 static struct gq_sim_kind *pods_kind(struct gq_sim *s)
 {
   return gq_sim_kind_find(s, "", "v1", "pods");
@@ -102,29 +29,9 @@ static struct gq_sim_kind *nodes_kind(struct gq_sim *s)
   return gq_sim_kind_find(s, "", "v1", "nodes");
 }
 
-static const char *meta_str(const json_t *obj, const char *key)
-{
-  const char *v = json_string_value(
-      json_object_get(json_object_get(obj, "metadata"), key));
-
-  return v ? v : "";
-}
-
-static const char *label(const json_t *obj, const char *key)
-{
-  return json_string_value(json_object_get(
-      json_object_get(json_object_get(obj, "metadata"), "labels"), key));
-}
-
-static const char *annotation(const json_t *obj, const char *key)
-{
-  return json_string_value(json_object_get(
-      json_object_get(json_object_get(obj, "metadata"), "annotations"), key));
-}
-
 static int64_t ann_int(const json_t *obj, const char *key)
 {
-  const char *v = annotation(obj, key);
+  const char *v = gq_meta_obj_annotation(obj, key);
   char *end;
   long long n;
 
@@ -244,12 +151,14 @@ static void drop_pod(struct gq_sim_engine *e, const char *uid)
   free(p);
 }
 
-void gq_sim_engine_observe(struct gq_sim *s, const struct gq_sim_event *ev)
+void gq_sim_engine_observe(struct gq_sim *s, const struct gq_sim_event *ev,
+                           void *arg)
 {
   struct gq_sim_engine *e = s->engine;
   const struct gq_sim_kind *k = ev->kind;
   char key[600];
 
+  (void)arg;
   if (!e || e->closing || *k->group)
     goto other;
   if (!strcmp(k->plural, "pods")) {
@@ -260,11 +169,11 @@ void gq_sim_engine_observe(struct gq_sim *s, const struct gq_sim_event *ev)
       gq_sim_check_account(s, ev->obj, +1);
     }
     gq_sim_check_pod(s, ev->old, ev->obj, ev->type == GQ_EV_DELETED);
-    snprintf(key, sizeof(key), "%s/%s", meta_str(ev->obj, "namespace"),
-             meta_str(ev->obj, "name"));
+    snprintf(key, sizeof(key), "%s/%s", gq_meta_str(ev->obj, "namespace"),
+             gq_meta_str(ev->obj, "name"));
     if (ev->type == GQ_EV_DELETED) {
-      json_object_del(e->starting, meta_str(ev->obj, "uid"));
-      drop_pod(e, meta_str(ev->obj, "uid"));
+      json_object_del(e->starting, gq_meta_str(ev->obj, "uid"));
+      drop_pod(e, gq_meta_str(ev->obj, "uid"));
       json_object_del(e->unsched, key);
       retry_unschedulable(e);
     } else {
@@ -414,7 +323,7 @@ static void mark_unschedulable(struct gq_sim_engine *e, const json_t *pod,
   size_t i;
 
   json_object_set_new(e->unsched, key, json_true());
-  if (pinned && label(pod, GQ_LBL_JOB))
+  if (pinned && gq_meta_obj_label(pod, GQ_LBL_JOB))
     gq_sim_placement_miss(e->s, pod, msg);
   json_array_foreach((json_t *)conds, i, c) {
     const char *t = json_string_value(json_object_get(c, "type"));
@@ -457,7 +366,7 @@ static void schedule(struct gq_sim_engine *e, const json_t *pod,
     size_t i;
 
     json_array_foreach(nodes, i, it) {
-      n = node_get(e, meta_str(it, "name"));
+      n = node_get(e, gq_meta_str(it, "name"));
       total++;
       if (n && !(reason = try_node(n, &p.sched, why, sizeof(why)))) {
         bind_pod(e->s, pod, n->name);
@@ -505,16 +414,18 @@ static struct gq_sim_pod *new_record(struct gq_sim_engine *e,
                                      const struct gq_pod *p)
 {
   struct gq_sim_pod *r = gq_xcalloc(1, sizeof(*r));
-  const char *ju = label(pod, GQ_LBL_JOB_UID), *att;
+  const char *ju = gq_meta_obj_label(pod, GQ_LBL_JOB_UID), *att;
 
-  r->uid = gq_xstrdup(meta_str(pod, "uid"));
+  r->uid = gq_xstrdup(gq_meta_str(pod, "uid"));
   r->key = gq_xstrdup(key);
   r->node = gq_xstrdup(p->sched.node_name);
-  r->ns = gq_xstrdup(meta_str(pod, "namespace"));
+  r->ns = gq_xstrdup(gq_meta_str(pod, "namespace"));
   r->job_uid = ju ? gq_xstrdup(ju) : NULL;
-  r->job = gq_xstrdup(label(pod, GQ_LBL_JOB) ? label(pod, GQ_LBL_JOB) : "");
-  r->team = gq_xstrdup(label(pod, GQ_LBL_TEAM) ? label(pod, GQ_LBL_TEAM) : "");
-  att = label(pod, GQ_LBL_ATTEMPT);
+  att = gq_meta_obj_label(pod, GQ_LBL_JOB);
+  r->job = gq_xstrdup(att ? att : "");
+  att = gq_meta_obj_label(pod, GQ_LBL_TEAM);
+  r->team = gq_xstrdup(att ? att : "");
+  att = gq_meta_obj_label(pod, GQ_LBL_ATTEMPT);
   r->attempt = att ? strtoll(att, NULL, 10) : 0;
   for (size_t i = 0; i < p->sched.n_extended; i++)
     if (!strncmp(p->sched.extended[i].name, "nvidia.com/", 11))
@@ -552,7 +463,7 @@ static void reject(struct gq_sim_engine *e, const json_t *pod,
   json_object_set_new(st, "phase", json_string("Failed"));
   json_object_set_new(st, "reason", json_string(reason));
   json_object_set_new(st, "message", json_string(msg));
-  if (label(pod, GQ_LBL_JOB))
+  if (gq_meta_obj_label(pod, GQ_LBL_JOB))
     gq_sim_placement_miss(e->s, pod, reason);
   gq_sim_put(e->s, pods_kind(e->s), next);
 }
@@ -593,7 +504,7 @@ static void start_pod(struct gq_sim_engine *e, const json_t *pod,
 static int start_due(struct gq_sim_engine *e, const json_t *pod,
                      const char *key, const struct gq_sim_node *n)
 {
-  const char *uid = meta_str(pod, "uid");
+  const char *uid = gq_meta_str(pod, "uid");
   const json_t *due = json_object_get(e->starting, uid);
   int64_t now = gq_clock_now_ms(), delay;
   json_t *st, *conds, *next;
@@ -697,8 +608,8 @@ static void sigterm(struct gq_sim_engine *e, struct gq_sim_pod *r,
 /* A bound pod being deleted that never ran goes at once. */
 static void remove_pod(struct gq_sim *s, const json_t *pod)
 {
-  gq_sim_remove(s, pods_kind(s), meta_str(pod, "namespace"),
-                meta_str(pod, "name"), 0);
+  gq_sim_remove(s, pods_kind(s), gq_meta_str(pod, "namespace"),
+                gq_meta_str(pod, "name"), 0);
 }
 
 static void reconcile(struct gq_sim_engine *e, const char *key)
@@ -714,7 +625,7 @@ static void reconcile(struct gq_sim_engine *e, const char *key)
   st = json_object_get(pod, "status");
   node = json_string_value(json_object_get(spec, "nodeName"));
   phase = json_string_value(json_object_get(st, "phase"));
-  HASH_FIND_STR(e->pods, meta_str(pod, "uid"), r);
+  HASH_FIND_STR(e->pods, gq_meta_str(pod, "uid"), r);
   if (json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp")) {
     struct gq_sim_node *n = r ? node_get(e, r->node) : NULL;
 
@@ -756,6 +667,11 @@ static void on_kick(uv_timer_t *t)
     uv_timer_start(&e->kick, on_kick, 0, 0);
 }
 
+int gq_sim_engine_busy(const struct gq_sim_engine *e)
+{
+  return json_object_size(e->dirty) > 0;
+}
+
 /* --- timed work --- */
 
 /* The reason of the pod's DisruptionTarget condition, or NULL. */
@@ -781,7 +697,7 @@ static void pod_exit(struct gq_sim_engine *e, const struct gq_tev *t)
   char msg[600];
 
   HASH_FIND_STR(e->pods, t->uid, r);
-  if (!pod || !r || strcmp(meta_str(pod, "uid"), t->uid))
+  if (!pod || !r || strcmp(gq_meta_str(pod, "uid"), t->uid))
     return;
   if (!r->running || (t->type != GQ_TEV_POD_EXIT && r->terminating))
     return; /* already stopped, or SIGTERM decides how it ends */
@@ -799,13 +715,13 @@ static void pod_exit(struct gq_sim_engine *e, const struct gq_tev *t)
    * nothing when killed. Then the kubelet confirms the deletion. */
   if (t->arg == 0)
     snprintf(msg, sizeof(msg), "checkpoint=sim://%s/%s/%.0f", r->ns,
-             *r->job ? r->job : meta_str(pod, "name"), r->exit_progress_s);
+             *r->job ? r->job : gq_meta_str(pod, "name"), r->exit_progress_s);
   gq_sim_report_pod_stopped(e->s, r, t->arg == 0, disruption_reason(pod));
   pod = finish(e, pod, t->arg, t->arg == 0 ? msg : NULL);
   remove_pod(e->s, pod);
 }
 
-static void run_tev(struct gq_sim_engine *e, const struct gq_tev *t)
+void gq_sim_engine_run_tev(struct gq_sim_engine *e, const struct gq_tev *t)
 {
   switch (t->type) {
   case GQ_TEV_POD_DONE:
@@ -825,23 +741,6 @@ static void run_tev(struct gq_sim_engine *e, const struct gq_tev *t)
   }
 }
 
-static void on_timer(uv_timer_t *timer)
-{
-  struct gq_sim_engine *e = timer->data;
-  int64_t now = gq_clock_now_ms();
-
-  while (!e->closing && e->n_heap && e->heap[0].due_vms <= now) {
-    struct gq_tev t = e->heap[0];
-
-    e->heap[0] = e->heap[--e->n_heap];
-    heap_down(e, 0);
-    run_tev(e, &t);
-    free(t.key);
-    free(t.uid);
-  }
-  arm(e);
-}
-
 int gq_sim_engine_start(struct gq_sim *s)
 {
   struct gq_sim_engine *e = gq_xcalloc(1, sizeof(*e));
@@ -853,10 +752,11 @@ int gq_sim_engine_start(struct gq_sim *s)
   e->team_used = json_object();
   e->attempts = json_object();
   e->starting = json_object();
-  uv_timer_init(s->loop, &e->timer);
+  gq_sim_timers_init(e);
   uv_timer_init(s->loop, &e->kick);
-  e->timer.data = e->kick.data = e;
+  e->kick.data = e;
   s->engine = e;
+  gq_sim_store_observe(s, gq_sim_engine_observe, NULL);
   gq_sim_report_init(s);
   GQ_LOG(GQ_DEBUG, &lc, "simulated kubelets and scheduler started");
   return 0;
@@ -869,7 +769,7 @@ void gq_sim_engine_stop(struct gq_sim *s)
   if (!e || e->closing)
     return;
   e->closing = 1;
-  uv_close((uv_handle_t *)&e->timer, NULL);
+  gq_sim_timers_close(e);
   uv_close((uv_handle_t *)&e->kick, NULL);
 }
 
@@ -892,11 +792,7 @@ void gq_sim_engine_release(struct gq_sim *s)
     free(n->name);
     free(n);
   }
-  for (size_t i = 0; i < e->n_heap; i++) {
-    free(e->heap[i].key);
-    free(e->heap[i].uid);
-  }
-  free(e->heap);
+  gq_sim_timers_release(e);
   json_decref(e->dirty);
   json_decref(e->unsched);
   json_decref(e->seen_miss);

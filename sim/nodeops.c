@@ -7,6 +7,7 @@
  * evicts the pods that do not tolerate it (the taint manager). */
 #include "sim/engine.h"
 
+#include "api/meta.h"
 #include "api/pod.h"
 #include "base/alloc.h"
 #include "base/clock.h"
@@ -16,14 +17,6 @@
 #include <string.h>
 
 #define DRAIN_RETRY_VMS 5000 /* kubectl drain retries refused evictions */
-
-static const char *meta_str(const json_t *obj, const char *key)
-{
-  const char *v = json_string_value(
-      json_object_get(json_object_get(obj, "metadata"), key));
-
-  return v ? v : "";
-}
 
 static struct gq_sim_kind *kind(struct gq_sim *s, const char *plural)
 {
@@ -140,7 +133,7 @@ static void set_gpus(struct gq_sim_engine *e, json_t *node, int lost)
   const char *key;
   json_t *v;
 
-  n = gq_sim_node_rec(e, meta_str(node, "name"));
+  n = gq_sim_node_rec(e, gq_meta_str(node, "name"));
   if (!alloc)
     return;
   if (lost) {
@@ -178,13 +171,13 @@ static int tolerates_noexecute(const json_t *pod, const json_t *node)
 /* The taint manager: pods that do not tolerate a NoExecute taint go. */
 static void taint_evict(struct gq_sim *s, const json_t *node)
 {
-  json_t *pods = pods_on(s, meta_str(node, "name")), *p;
+  json_t *pods = pods_on(s, gq_meta_str(node, "name")), *p;
   char msg[256];
   size_t i;
 
   json_array_foreach(pods, i, p)
     if (!tolerates_noexecute(p, node))
-      gq_sim_evict(s, meta_str(p, "namespace"), meta_str(p, "name"), -1, 0,
+      gq_sim_evict(s, gq_meta_str(p, "namespace"), gq_meta_str(p, "name"), -1, 0,
                    "DeletionByTaintManager", msg, sizeof(msg));
   json_decref(pods);
 }
@@ -203,7 +196,7 @@ void gq_sim_drain_retry(struct gq_sim *s, const char *node)
     return;
   }
   json_array_foreach(pods, i, p)
-    refused |= gq_sim_evict(s, meta_str(p, "namespace"), meta_str(p, "name"),
+    refused |= gq_sim_evict(s, gq_meta_str(p, "namespace"), gq_meta_str(p, "name"),
                             -1, 1, "EvictionByEvictionAPI", msg,
                             sizeof(msg)) == 429;
   json_decref(pods);
@@ -223,7 +216,7 @@ static void delete_node(struct gq_sim *s, const char *name)
 
   gq_sim_remove(s, kind(s, "nodes"), NULL, name, 1);
   json_array_foreach(pods, i, p)
-    gq_sim_evict(s, meta_str(p, "namespace"), meta_str(p, "name"), 0, 0,
+    gq_sim_evict(s, gq_meta_str(p, "namespace"), gq_meta_str(p, "name"), 0, 0,
                  "DeletionByPodGC", msg, sizeof(msg));
   json_decref(pods);
 }

@@ -3,6 +3,7 @@
 #include "sim/replay_int.h"
 
 #include "api/jsonpath.h"
+#include "api/meta.h"
 #include "api/yaml.h"
 #include "base/alloc.h"
 #include "base/clock.h"
@@ -225,9 +226,7 @@ static json_int_t live_pods(struct gq_sim *s, const char *job)
   snprintf(ns, sizeof(ns), "%.*s", (int)(slash - job), job);
   l = gq_sim_list(k, ns);
   json_array_foreach(l, i, p) {
-    const char *j = json_string_value(json_object_get(
-        json_object_get(json_object_get(p, "metadata"), "labels"),
-        "gpuq.dev/job"));
+    const char *j = gq_meta_obj_label(p, "gpuq.dev/job");
     const char *ph = json_string_value(
         json_object_get(json_object_get(p, "status"), "phase"));
 
@@ -356,9 +355,7 @@ static json_t *every_pod(struct gq_sim *s, const json_t *e, const char *job)
            path ? path : "");
   l = k && slash ? gq_sim_list(k, ns) : json_array();
   json_array_foreach(l, i, p) {
-    const json_t *meta = json_object_get(p, "metadata");
-    const char *j = json_string_value(json_object_get(
-        json_object_get(meta, "labels"), "gpuq.dev/job"));
+    const char *j = gq_meta_obj_label(p, "gpuq.dev/job");
     const char *ph = json_string_value(
         json_object_get(json_object_get(p, "status"), "phase"));
 
@@ -370,7 +367,7 @@ static json_t *every_pod(struct gq_sim *s, const json_t *e, const char *job)
       ok = 0;
       snprintf(what, sizeof(what), "every pod of GpuJob %s %s (%s)", job,
                path ? path : "",
-               json_string_value(json_object_get(meta, "name")));
+               gq_meta_str(p, "name"));
     }
   }
   json_decref(l);

@@ -1,6 +1,6 @@
 /* sim/server.c - gpuq-sim's HTTP front: routing of Kubernetes API paths,
- * bearer-token authentication, fault injection (/sim/v1/...), and Status
- * replies. */
+ * bearer-token authentication, fault injection and the other /sim/v1
+ * endpoints, start-up and shutdown. */
 #include "sim/server.h"
 
 #include "api/yaml.h"
@@ -24,45 +24,6 @@ static const struct gq_lc lc_http = {"sim", "serve", NULL};
 static const char *or(const char *a, const char *b)
 {
   return a ? a : b;
-}
-
-void gq_sim_reply(struct gq_http_req *req, int code, json_t *obj)
-{
-  char *s = json_dumps(obj, JSON_COMPACT);
-
-  gq_http_respond(req, (unsigned)code, "application/json", s, strlen(s), NULL);
-  free(s);
-  json_decref(obj);
-}
-
-void gq_sim_status(struct gq_http_req *req, int code, const char *reason,
-                   const char *message, json_t *details)
-{
-  json_t *st = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind",
-                         "Status", "apiVersion", "v1", "metadata", "status",
-                         "Failure", "message", message, "reason", reason,
-                         "code", code);
-
-  if (details)
-    json_object_set_new(st, "details", details);
-  gq_sim_reply(req, code, st);
-}
-
-static const char *reason_for(int code)
-{
-  switch (code) {
-  case 400: return "BadRequest";
-  case 401: return "Unauthorized";
-  case 403: return "Forbidden";
-  case 404: return "NotFound";
-  case 409: return "Conflict";
-  case 410: return "Expired";
-  case 422: return "Invalid";
-  case 429: return "TooManyRequests";
-  case 503: return "ServiceUnavailable";
-  case 504: return "Timeout";
-  default: return "InternalError";
-  }
 }
 
 int gq_sim_split_path(const char *path, char seg[GQ_SIM_MAX_SEGS][256])
@@ -191,9 +152,7 @@ static void inject_error(struct gq_sim_req *r, const char *verb, int status,
 
   snprintf(msg, sizeof(msg), "injected fault: %d for %s %s", status, verb,
            r->k->plural);
-  st = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status",
-                 "apiVersion", "v1", "metadata", "status", "Failure",
-                 "message", msg, "reason", reason_for(status), "code", status);
+  st = gq_sim_status_json(status, gq_sim_reason_for(status), msg);
   body = json_dumps(st, JSON_COMPACT);
   if (delay_ms)
     gq_http_respond_later(r->http, delay_ms, (unsigned)status,
@@ -280,7 +239,7 @@ static void node_action(struct gq_sim *s, struct gq_http_req *req,
   else if (rc != 0)
     gq_sim_status(req, 400, "BadRequest", msg, NULL);
   else
-    gq_sim_reply(req, 200, json_pack("{s:s}", "status", "Success"));
+    gq_sim_reply_success(req, 200);
 }
 
 /* POST /sim/v1/faults {"verb","resource","status","delayMs","count"},
@@ -294,10 +253,10 @@ static void admin(struct gq_sim *s, struct gq_http_req *req, const char *path)
 
   if (!strcmp(path, "/sim/v1/close-watches") && !strcmp(method, "POST")) {
     gq_sim_watch_close_all(s);
-    gq_sim_reply(req, 200, json_pack("{s:s}", "status", "Success"));
+    gq_sim_reply_success(req, 200);
   } else if (!strcmp(path, "/sim/v1/faults") && !strcmp(method, "DELETE")) {
     s->n_faults = 0;
-    gq_sim_reply(req, 200, json_pack("{s:s}", "status", "Success"));
+    gq_sim_reply_success(req, 200);
   } else if (!strcmp(path, "/sim/v1/faults") && !strcmp(method, "POST")) {
     json_t *f = json_loadb(body, len, 0, NULL);
     struct gq_sim_fault *x = &s->faults[s->n_faults];
@@ -321,7 +280,7 @@ static void admin(struct gq_sim *s, struct gq_http_req *req, const char *path)
                    : 1;
     s->n_faults++;
     json_decref(f);
-    gq_sim_reply(req, 201, json_pack("{s:s}", "status", "Success"));
+    gq_sim_reply_success(req, 201);
   } else if (!strcmp(path, "/sim/v1/report") && !strcmp(method, "GET")) {
     json_t *rep = gq_sim_report_json(s), *live = gq_sim_replay_live(s);
 
@@ -334,7 +293,9 @@ static void admin(struct gq_sim *s, struct gq_http_req *req, const char *path)
                     "no scenario waits for a start (run with --scenario FILE "
                     "--hold)", NULL);
     else
-      gq_sim_reply(req, 200, json_pack("{s:s}", "status", "Success"));
+      gq_sim_reply_success(req, 200);
+  } else if (!strcmp(path, "/sim/v1/clock")) {
+    gq_sim_clock_serve(s, req);
   } else if (!strncmp(path, "/sim/v1/nodes/", 14) && !strcmp(method, "POST")) {
     node_action(s, req, path + 14);
   } else {
@@ -516,6 +477,11 @@ int gq_sim_start(struct gq_sim *s, uv_loop_t *loop,
   s->loop = loop;
   s->opts = *o;
   gq_sim_store_init(s);
+  gq_sim_clock_init(s);
+  /* watches first: a client sees each change before what others store in
+   * reaction to it (resourceVersion order) */
+  gq_sim_store_observe(s, gq_sim_watch_notify, NULL);
+  gq_sim_store_observe(s, gq_sim_pdb_observe, NULL);
   gq_sim_kinds_init(s);
   seed_namespaces(s);
   if (o->crd_dir && (rc = load_crds(s, o->crd_dir, err, errlen)) != 0)
@@ -526,6 +492,7 @@ int gq_sim_start(struct gq_sim *s, uv_loop_t *loop,
 
 void gq_sim_stop(struct gq_sim *s)
 {
+  gq_sim_clock_stop(s);
   gq_sim_engine_stop(s);
   gq_httpd_close(s->httpd);
   s->httpd = NULL;

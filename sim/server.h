@@ -1,5 +1,6 @@
 /* sim/server.h - one API request being served (routing result), shared by
- * server.c (routing, auth, faults) and verbs.c (the verbs). */
+ * server.c (routing, auth, faults), verbs.c (the verbs) and evict.c
+ * (eviction, binding, budgets). */
 #ifndef GQ_SIM_SERVER_H
 #define GQ_SIM_SERVER_H
 #include "sim/sim.h"
@@ -33,8 +34,10 @@ void gq_sim_do_delete_collection(struct gq_sim_req *r);
 void gq_sim_do_eviction(struct gq_sim_req *r);
 void gq_sim_do_binding(struct gq_sim_req *r);
 
-/* Recomputes the status of PodDisruptionBudgets in namespace ns after a
- * pod there changed. */
-void gq_sim_pdb_refresh(struct gq_sim *s, const char *ns);
+/* The store observer that keeps PodDisruptionBudget status current: after
+ * a change of a pod, recomputes the budgets of its namespace. arg is
+ * unused. */
+void gq_sim_pdb_observe(struct gq_sim *s, const struct gq_sim_event *ev,
+                        void *arg);
 
 #endif

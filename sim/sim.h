@@ -2,14 +2,39 @@
  *
  * gpuq-sim serves the Kubernetes API faithfully enough for the real
  * kubectl and for gpuq's controller (DESIGN §7, shared/docs/
- * kubectl-api-contract.md). The pieces:
- *   kinds.c     the resource registry: built-in kinds and CRD-defined ones
- *   store.c     objects, the global resourceVersion, the event window,
- *               graceful deletion, finalizers, owner cascading
- *   watch.c     watch streams (resume, bookmarks, 410 Gone, filters)
- *   table.c     server-side printing (meta.k8s.io/v1 Table)
- *   discovery.c /version, /api, /apis (aggregated and legacy), /openapi/v3
- *   server.c    HTTP routing and the verbs, Status errors, auth, faults
+ * kubectl-api-contract.md). Every file of sim/:
+ *
+ * The API server (this header):
+ *   main.c       the gpuq-sim command: flags, TLS, the kubeconfig, signals
+ *   server.c     HTTP routing, auth, fault injection and the other /sim/v1
+ *                endpoints, start-up and shutdown (server.h: a routed
+ *                request, shared with verbs.c and evict.c)
+ *   reply.c      JSON and Status replies
+ *   verbs.c      get, list, watch, create, update, patch, delete
+ *   evict.c      pods/eviction and pods/binding, PodDisruptionBudget status
+ *   kinds.c      the resource registry: built-in kinds and CRD-defined ones
+ *   schema.c     CRD schemas: pruning, defaulting, validation (schema.h)
+ *   store.c      objects, the global resourceVersion, the event window,
+ *                graceful deletion, finalizers, owner cascading, and the
+ *                observers told of every change (watches, budgets, engine)
+ *   watch.c      watch streams (resume, bookmarks, 410 Gone, filters)
+ *   events.c     events.k8s.io/v1 as a view of core/v1 Events
+ *   table.c      server-side printing (meta.k8s.io/v1 Table; the built-in
+ *                kinds' columns in table_builtin.h)
+ *   discovery.c  /version, /api, /apis (aggregated and legacy), /openapi/v3
+ *   protobuf.c   the protobuf bodies kubectl sends (protobuf.h)
+ *   clock.c      /sim/v1/clock: reading the virtual clock, waiting until a
+ *                virtual time is settled
+ * The simulated cluster (engine.h):
+ *   kubelet.c    the engine: scheduler and kubelets, timed work run
+ *   timers.c     the timed-work heap on one uv timer, in virtual time
+ *   nodeops.c    node events: cordon, drain, device-plugin loss, NotReady
+ *   checker.c    DESIGN §4's invariants and placement misses
+ *   cluster.c    cluster files: the nodes to start with (cluster.h)
+ *   report.c     measurements and report.json (report.h)
+ *   replay.c     trace replay (replay.h; replay_int.h shared with
+ *                scenario.c)
+ *   scenario.c   scenarios: timed jobs, node events, hooks, expectations
  *
  * Stored objects are immutable json_t values: a change stores a new value
  * and the old one lives on only in the event window and in watch snapshots
@@ -101,6 +126,21 @@ struct gq_sim_event {
 
 struct gq_sim_watch;
 
+/* A store observer: called after every change, in the order observers
+ * were registered (gq_sim_store_observe()), with the change. ev and the
+ * objects it names are borrowed for the call (they hold their own
+ * references meanwhile). The observer may store further changes; those
+ * are observed in turn, nested inside this call. */
+typedef void (*gq_sim_observer_fn)(struct gq_sim *s,
+                                   const struct gq_sim_event *ev, void *arg);
+
+struct gq_sim_observer {
+  gq_sim_observer_fn fn;
+  void *arg;
+};
+
+#define GQ_SIM_MAX_OBSERVERS 8
+
 /* A pending graceful deletion (pods): due at real time due_ms. */
 struct gq_sim_pending {
   uint64_t due_ms;
@@ -132,6 +172,7 @@ struct gq_sim_opts {
 };
 
 struct gq_sim_engine;
+struct gq_sim_clock_wait;
 
 struct gq_sim {
   uv_loop_t *loop;
@@ -147,6 +188,8 @@ struct gq_sim {
   uint64_t kinds_gen;       /* bumps when the registry changes */
   struct gq_sim_event *events; /* ring of opts.watch_window */
   size_t ev_head, ev_count;
+  struct gq_sim_observer observers[GQ_SIM_MAX_OBSERVERS]; /* store.c */
+  size_t n_observers;
   struct gq_sim_watch *watches;
   struct gq_sim_pending *pending; /* sorted by due_ms */
   size_t n_pending, cap_pending;
@@ -154,6 +197,8 @@ struct gq_sim {
   struct gq_sim_fault faults[32];
   size_t n_faults;
   uint64_t requests;        /* served, for the log */
+  struct gq_sim_clock_wait *clock_waits; /* POST /sim/v1/clock (clock.c) */
+  uv_timer_t clock_timer;
 };
 
 /* --- kinds.c --- */
@@ -198,6 +243,10 @@ json_t *gq_sim_delete(struct gq_sim *s, struct gq_sim_kind *k, const char *ns,
                       const char *name, int64_t grace_s, int orphan);
 /* Finishes deletions whose grace period is over; re-arms the timer. */
 void gq_sim_pending_run(struct gq_sim *s);
+/* Registers fn (with arg) to be called after every change, after those
+ * registered before it. Returns 0, or GQ_ETOOBIG when
+ * GQ_SIM_MAX_OBSERVERS are registered already. */
+int gq_sim_store_observe(struct gq_sim *s, gq_sim_observer_fn fn, void *arg);
 void gq_sim_store_init(struct gq_sim *s);
 void gq_sim_store_release(struct gq_sim *s);
 /* Sorted snapshot of a kind's objects (optionally in one namespace):
@@ -226,8 +275,11 @@ struct gq_sim_watch_opts {
  * compacted (the caller answers with the 410 ERROR event). */
 int gq_sim_watch_open(struct gq_sim *s, struct gq_http_req *req,
                       struct gq_sim_watch_opts *o);
-/* Delivers an event to every matching watch. */
-void gq_sim_watch_notify(struct gq_sim *s, const struct gq_sim_event *ev);
+/* The store observer that delivers a change to every matching watch
+ * (registered first, so that watchers see changes in resourceVersion
+ * order even when a later observer stores more). arg is unused. */
+void gq_sim_watch_notify(struct gq_sim *s, const struct gq_sim_event *ev,
+                         void *arg);
 /* Ends every watch (fault injection and shutdown). */
 void gq_sim_watch_close_all(struct gq_sim *s);
 
@@ -243,6 +295,38 @@ json_t *gq_sim_table(struct gq_sim_kind *k, const json_t *items,
 /* --- discovery.c --- */
 /* Answers discovery and OpenAPI paths; returns 1 if it answered. */
 int gq_sim_discovery(struct gq_sim *s, struct gq_http_req *req);
+
+/* --- clock.c --- */
+/* Sets up the timer of /sim/v1/clock's waiters on s->loop. */
+void gq_sim_clock_init(struct gq_sim *s);
+/* Serves /sim/v1/clock (docs/sim.md): GET answers the clock at once; POST
+ * {"untilMs": T} or {"seconds": N} answers once virtual time T is settled
+ * (the clock shows T and the sim's timed work due by T is done), 504 at
+ * the wait's real timeout, 400 for a bad body. req is answered, now or
+ * later. */
+void gq_sim_clock_serve(struct gq_sim *s, struct gq_http_req *req);
+/* Answers every waiter with 503 (the server, closing next, may drop the
+ * answer with the connection) and closes the timer. Call before the
+ * server closes; run the loop to finish. */
+void gq_sim_clock_stop(struct gq_sim *s);
+
+/* --- reply.c --- */
+/* Answers req with obj as compact JSON and HTTP status code. Takes the
+ * reference to obj (freed here); req is answered and must not be used
+ * again. */
+void gq_sim_reply(struct gq_http_req *req, int code, json_t *obj);
+/* A new Status object (kind Status, status Failure) with HTTP status code,
+ * reason ("NotFound") and message (both copied), no details. */
+json_t *gq_sim_status_json(int code, const char *reason, const char *message);
+/* Answers req with gq_sim_status_json(code, reason, message), plus details
+ * when not NULL (reference taken). */
+void gq_sim_status(struct gq_http_req *req, int code, const char *reason,
+                   const char *message, json_t *details);
+/* Answers req with a Status of status Success and HTTP status code. */
+void gq_sim_reply_success(struct gq_http_req *req, int code);
+/* The Status reason an API server gives for HTTP status code ("Conflict"
+ * for 409; "InternalError" for codes it has no name for); static string. */
+const char *gq_sim_reason_for(int code);
 
 /* --- server.c --- */
 #define GQ_SIM_MAX_SEGS 10
@@ -260,11 +344,6 @@ void gq_sim_release(struct gq_sim *s);
  * with the reason in err. */
 const json_t *gq_sim_seed(struct gq_sim *s, struct gq_sim_kind *k, json_t *obj,
                           char *err, size_t errlen);
-/* Sends a Kubernetes Status error (kind Status, status Failure). */
-void gq_sim_status(struct gq_http_req *req, int code, const char *reason,
-                   const char *message, json_t *details);
-/* Sends obj as JSON with status code. Takes the reference. */
-void gq_sim_reply(struct gq_http_req *req, int code, json_t *obj);
 /* Selector helpers: field value of obj for a field selector term. */
 const char *gq_sim_field_value(const json_t *obj, const char *field,
                                char *buf, size_t len);

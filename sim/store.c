@@ -1,7 +1,8 @@
-/* sim/store.c - objects, resourceVersions, the event window, deletion. */
-#include "sim/server.h"
-#include "sim/engine.h"
+/* sim/store.c - objects, resourceVersions, the event window, deletion,
+ * and the observers every change is passed to (sim.h). */
+#include "sim/sim.h"
 
+#include "api/meta.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/err.h"
@@ -47,14 +48,6 @@ void gq_sim_uuid(char *buf)
            b[11], b[12], b[13], b[14], b[15]);
 }
 
-static const char *meta_str(const json_t *obj, const char *key)
-{
-  const char *v = json_string_value(
-      json_object_get(json_object_get(obj, "metadata"), key));
-
-  return v ? v : "";
-}
-
 const json_t *gq_sim_get(struct gq_sim_kind *k, const char *ns,
                          const char *name)
 {
@@ -66,8 +59,9 @@ const json_t *gq_sim_get(struct gq_sim_kind *k, const char *ns,
   return o ? o->obj : NULL;
 }
 
-/* Appends an event to the window (dropping the oldest when full) and tells
- * the watches. Takes the references in obj and old. */
+/* Appends an event to the window (dropping the oldest when full) and
+ * tells the observers, in registration order. Takes the references in obj
+ * and old. */
 static void emit(struct gq_sim *s, struct gq_sim_kind *k,
                  enum gq_sim_ev_type type, json_t *obj, json_t *old)
 {
@@ -89,22 +83,24 @@ static void emit(struct gq_sim *s, struct gq_sim_kind *k,
   ev->kind = k;
   ev->obj = obj;
   ev->old = old;
-  gq_sim_watch_notify(s, ev);
-  /* Hooks may store more changes, and a small window can drop this slot
-   * meanwhile: they get a copy holding its own references. */
+  /* Observers may store more changes, and a small window can drop this
+   * slot meanwhile: they get a copy holding its own references. */
   copy = *ev;
   json_incref(copy.obj);
   json_incref(copy.old);
-  if (!*k->group && !strcmp(k->plural, "pods")) { /* budgets count pods */
-    char ns[256]; /* copied: a small window may drop obj during refresh */
-
-    snprintf(ns, sizeof(ns), "%s", meta_str(copy.obj, "namespace"));
-    gq_sim_pdb_refresh(s, ns);
-  }
-  if (s->engine)
-    gq_sim_engine_observe(s, &copy);
+  for (size_t i = 0; i < s->n_observers; i++)
+    s->observers[i].fn(s, &copy, s->observers[i].arg);
   json_decref(copy.obj);
   json_decref(copy.old);
+}
+
+int gq_sim_store_observe(struct gq_sim *s, gq_sim_observer_fn fn, void *arg)
+{
+  if (s->n_observers == GQ_SIM_MAX_OBSERVERS)
+    return GQ_ETOOBIG;
+  s->observers[s->n_observers].fn = fn;
+  s->observers[s->n_observers++].arg = arg;
+  return 0;
 }
 
 static void set_rv(json_t *obj, uint64_t rv)
@@ -176,7 +172,7 @@ const json_t *gq_sim_put(struct gq_sim *s, struct gq_sim_kind *k, json_t *obj)
   char key[600];
   json_t *old;
 
-  gq_sim_key(k, meta_str(obj, "namespace"), meta_str(obj, "name"), key,
+  gq_sim_key(k, gq_meta_str(obj, "namespace"), gq_meta_str(obj, "name"), key,
              sizeof(key));
   set_rv(obj, ++s->rv);
   HASH_FIND_STR(k->objs, key, o);
@@ -230,8 +226,8 @@ static void cascade(struct gq_sim *s, const char *ns, const char *uid)
     items = gq_sim_list(k, k->namespaced ? ns : NULL);
     json_array_foreach(items, i, it) {
       if (owned_by(it, uid))
-        json_decref(gq_sim_delete(s, k, meta_str(it, "namespace"),
-                                  meta_str(it, "name"), -1, 0));
+        json_decref(gq_sim_delete(s, k, gq_meta_str(it, "namespace"),
+                                  gq_meta_str(it, "name"), -1, 0));
     }
     json_decref(items);
   }
@@ -252,7 +248,7 @@ void gq_sim_remove(struct gq_sim *s, struct gq_sim_kind *k, const char *ns,
   owners_count(s, o->obj, -1);
   last = json_deep_copy(o->obj);
   set_rv(last, ++s->rv);
-  uid = gq_xstrdup(meta_str(last, "uid") ? meta_str(last, "uid") : "");
+  uid = gq_xstrdup(gq_meta_str(last, "uid"));
   nsc = gq_xstrdup(ns ? ns : "");
   emit(s, k, GQ_EV_DELETED, last, o->obj);
   free(o->key);
@@ -353,7 +349,7 @@ static void pending_finish(struct gq_sim *s, struct gq_sim_pending *p)
   HASH_FIND_STR(p->kind->objs, p->key, o);
   if (!o)
     return;
-  uid = meta_str(o->obj, "uid");
+  uid = gq_meta_str(o->obj, "uid");
   if (uid && *p->uid && strcmp(uid, p->uid) != 0)
     return; /* a new object under the same name */
   if (strcmp(p->kind->plural, "namespaces") == 0 && !*p->kind->group &&
@@ -362,8 +358,8 @@ static void pending_finish(struct gq_sim *s, struct gq_sim_pending *p)
                 (uint64_t)gq_clock_mono_ms() + NS_RETRY_MS);
     return;
   }
-  gq_sim_remove(s, p->kind, meta_str(o->obj, "namespace"),
-                meta_str(o->obj, "name"), 0);
+  gq_sim_remove(s, p->kind, gq_meta_str(o->obj, "namespace"),
+                gq_meta_str(o->obj, "name"), 0);
 }
 
 void gq_sim_pending_run(struct gq_sim *s)
@@ -428,7 +424,7 @@ static int is_core(const struct gq_sim_kind *k, const char *plural)
 static json_t *delete_namespace(struct gq_sim *s, struct gq_sim_kind *k,
                                 const json_t *ns_obj)
 {
-  const char *name = meta_str(ns_obj, "name");
+  const char *name = gq_meta_str(ns_obj, "name");
   json_t *c = mark_deleting(ns_obj, 0);
   const json_t *stored;
 
@@ -443,10 +439,10 @@ static json_t *delete_namespace(struct gq_sim *s, struct gq_sim_kind *k,
       continue;
     items = gq_sim_list(kk, name);
     json_array_foreach(items, i, it)
-      json_decref(gq_sim_delete(s, kk, name, meta_str(it, "name"), -1, 0));
+      json_decref(gq_sim_delete(s, kk, name, gq_meta_str(it, "name"), -1, 0));
     json_decref(items);
   }
-  pending_add(s, k, name, meta_str(stored, "uid"), (uint64_t)gq_clock_mono_ms());
+  pending_add(s, k, name, gq_meta_str(stored, "uid"), (uint64_t)gq_clock_mono_ms());
   return json_incref((json_t *)stored);
 }
 
@@ -477,7 +473,7 @@ json_t *gq_sim_delete(struct gq_sim *s, struct gq_sim_kind *k, const char *ns,
     if (s->engine) /* the simulated kubelet stops it and confirms */
       return json_incref((json_t *)obj);
     pending_add(s, k, gq_sim_key(k, ns, name, key, sizeof(key)),
-                meta_str(obj, "uid"),
+                gq_meta_str(obj, "uid"),
                 (uint64_t)gq_clock_mono_ms() +
                     gq_clock_real_delay_ms(grace_s * 1000));
     return json_incref((json_t *)obj);

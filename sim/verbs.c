@@ -5,6 +5,7 @@
  * and binding. */
 #include "sim/server.h"
 
+#include "api/meta.h"
 #include "api/node.h"
 #include "api/patch.h"
 #include "api/pod.h"
@@ -35,14 +36,6 @@ const char *gq_sim_resname(const struct gq_sim_kind *k, char *buf,
 static const char *q(const struct gq_sim_req *r, const char *key)
 {
   return gq_http_query(r->http, key);
-}
-
-static const char *meta_str(const json_t *obj, const char *key)
-{
-  const char *v = json_string_value(
-      json_object_get(json_object_get(obj, "metadata"), key));
-
-  return v ? v : "";
 }
 
 static int is_core(const struct gq_sim_kind *k, const char *plural)
@@ -259,8 +252,8 @@ static char *page(json_t *items, const char *cont, long limit,
   json_array_foreach(items, i, it) {
     char key[600];
 
-    snprintf(key, sizeof(key), "%s/%s", meta_str(it, "namespace"),
-             meta_str(it, "name"));
+    snprintf(key, sizeof(key), "%s/%s", gq_meta_str(it, "namespace"),
+             gq_meta_str(it, "name"));
     if (cont && *cont && strcmp(key, cont) <= 0)
       continue;
     if (limit > 0 && (long)json_array_size(out) == limit) {
@@ -355,10 +348,8 @@ void gq_sim_do_watch(struct gq_sim_req *r)
     snprintf(msg, sizeof(msg), "too old resource version: %llu (%llu)",
              (unsigned long long)o.from_rv,
              (unsigned long long)r->s->compacted_rv + 1);
-    ev = json_pack("{s:s, s:{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}}", "type",
-                   "ERROR", "object", "kind", "Status", "apiVersion", "v1",
-                   "metadata", "status", "Failure", "message", msg, "reason",
-                   "Expired", "code", 410);
+    ev = json_pack("{s:s, s:o}", "type", "ERROR", "object",
+                   gq_sim_status_json(410, "Expired", msg));
     line = json_dumps(ev, JSON_COMPACT);
     gq_http_stream_write(st, line, strlen(line));
     gq_http_stream_write(st, "\n", 1);
@@ -502,7 +493,7 @@ static json_t *establish_crd(struct gq_sim_req *r, json_t *crd)
   char ts[40];
 
   if (gq_sim_kind_from_crd(r->s, crd, err, sizeof(err)) != 0) {
-    invalid_msg(r, meta_str(crd, "name"), err);
+    invalid_msg(r, gq_meta_str(crd, "name"), err);
     json_decref(crd);
     return NULL;
   }
@@ -676,7 +667,7 @@ static void create_obj(struct gq_sim_req *r, json_t *obj)
     json_decref(obj);
     return;
   }
-  snprintf(r->name, sizeof(r->name), "%s", meta_str(obj, "name"));
+  snprintf(r->name, sizeof(r->name), "%s", gq_meta_str(obj, "name"));
   if (gq_sim_get(r->k, r->ns, r->name)) {
     gq_sim_resname(r->k, res, sizeof(res));
     snprintf(msg, sizeof(msg), "%s \"%s\" already exists", res, r->name);
@@ -804,12 +795,12 @@ static int finalized(const struct gq_sim_req *r, const json_t *obj)
 static void commit_update(struct gq_sim_req *r, const json_t *cur,
                           json_t *next)
 {
-  const char *want_rv, *cur_rv = meta_str(cur, "resourceVersion");
+  const char *want_rv, *cur_rv = gq_meta_str(cur, "resourceVersion");
   const json_t *stored;
   long long gen;
 
   next = merge_update(r, cur, next);
-  want_rv = meta_str(next, "resourceVersion");
+  want_rv = gq_meta_str(next, "resourceVersion");
   if (*want_rv && strcmp(want_rv, cur_rv) != 0) {
     json_decref(next);
     conflict(r, r->name);
@@ -852,7 +843,7 @@ void gq_sim_do_update(struct gq_sim_req *r)
 
   if (!next)
     return;
-  bname = meta_str(next, "name");
+  bname = gq_meta_str(next, "name");
   if (*bname && strcmp(bname, r->name) != 0) {
     json_decref(next);
     bad_request(r, "the name of the object does not match the name on the "
@@ -989,10 +980,10 @@ static void drop_crd_objects(struct gq_sim *s, const json_t *crd)
       continue;
     items = gq_sim_list(k, NULL);
     json_array_foreach(items, i, it)
-      gq_sim_remove(s, k, meta_str(it, "namespace"), meta_str(it, "name"), 1);
+      gq_sim_remove(s, k, gq_meta_str(it, "namespace"), gq_meta_str(it, "name"), 1);
     json_decref(items);
   }
-  gq_sim_kind_drop_crd(s, meta_str(crd, "name"));
+  gq_sim_kind_drop_crd(s, gq_meta_str(crd, "name"));
 }
 
 void gq_sim_do_delete(struct gq_sim_req *r)
@@ -1006,8 +997,8 @@ void gq_sim_do_delete(struct gq_sim_req *r)
     return;
   }
   delete_opts(r, &o);
-  if ((o.uid && strcmp(o.uid, meta_str(cur, "uid"))) ||
-      (o.rv && strcmp(o.rv, meta_str(cur, "resourceVersion")))) {
+  if ((o.uid && strcmp(o.uid, gq_meta_str(cur, "uid"))) ||
+      (o.rv && strcmp(o.rv, gq_meta_str(cur, "resourceVersion")))) {
     json_decref(o.body);
     conflict(r, r->name);
     return;
@@ -1042,8 +1033,8 @@ void gq_sim_do_delete_collection(struct gq_sim_req *r)
   json_array_foreach(items, i, it) {
     if (selected(it, ls, fs))
       json_array_append_new(out, gq_sim_delete(r->s, r->k,
-                                               meta_str(it, "namespace"),
-                                               meta_str(it, "name"),
+                                               gq_meta_str(it, "namespace"),
+                                               gq_meta_str(it, "name"),
                                                o.grace_s, o.orphan));
   }
   json_decref(items);

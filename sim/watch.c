@@ -137,8 +137,10 @@ static void deliver(struct gq_sim_watch *w, const struct gq_sim_event *ev)
   }
 }
 
-void gq_sim_watch_notify(struct gq_sim *s, const struct gq_sim_event *ev)
+void gq_sim_watch_notify(struct gq_sim *s, const struct gq_sim_event *ev,
+                         void *arg)
 {
+  (void)arg;
   for (struct gq_sim_watch *w = s->watches; w; w = w->next)
     deliver(w, ev);
 }

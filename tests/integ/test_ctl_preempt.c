@@ -34,8 +34,12 @@
  *     its GPUs back while the other still checkpoints (no thrashing);
  *   - drainPolicy Requeue without a checkpoint: a drain requeues the job,
  *     which starts over, and its lost work is counted.
- * The clock runs 10x (virtual seconds in the job specs); every wait is for
- * a condition, with a deadline; each test ends with the sim's report
+ * The clock runs 10x (virtual seconds in the job specs) in the sim and the
+ * controller alike (both get clock_args: virtual time is the same function
+ * of the real clock in both). Every wait is for a condition, with a
+ * deadline, or for virtual time to pass: gq_test_sim_wait_virtual()
+ * answers once the sim has done its work up to then (never a real sleep,
+ * which a loaded machine can outrun). Each test ends with the sim's report
  * (invariant violations, placement misses) and a clean controller exit.
  *
  * Debugging: GQ_TEST_FILTER=<glob> runs only the matching tests,
@@ -500,8 +504,9 @@ static void test_drain_checkpoint(void **state)
   post_sq("/api/v1/namespaces/" NS "/pods", "{'apiVersion':'v1','kind':"
           "'Pod','metadata':{'name':'other'},'spec':{'nodeName':'pa-00',"
           "'containers':[{'name':'c','image':'x'}]}}");
-  /* some work done (10 virtual seconds), then the drain */
-  gq_test_sleep_ms(1000);
+  /* some work done (10 virtual seconds, settled in the sim: its kubelet
+   * counts ck's progress in virtual time), then the drain */
+  gq_test_sim_wait_virtual(&w.sim, 10);
   KUBECTL("drain", "pa-00", "--ignore-daemonsets", "--force",
           "--timeout=120s");
   json_decref(gq_test_sim_call(&w.sim, "GET", "/api/v1/namespaces/" NS
@@ -542,7 +547,10 @@ static void test_drain_checkpoint(void **state)
   /* replica 0 (which writes the gang's checkpoint) stopped with a grace
    * period too short for the 20 s checkpoint: the previous one stands */
   KUBECTL("uncordon", "pa-00");
-  gq_test_sleep_ms(500);
+  /* a few virtual seconds of the second attempt's work. The controller
+   * need not have seen the uncordon (nothing shows it has): pb-00 holds
+   * the third attempt as well, and expect_pods below takes any node */
+  gq_test_sim_wait_virtual(&w.sim, 5);
   replica0(2, pod, sizeof(pod));
   KUBECTL("delete", "pod", pod, "-n", NS, "--grace-period=1");
   wait_field("ck", "status.attempts", "3");
@@ -581,7 +589,10 @@ static void test_priority_preemption(void **state)
   quota(NS, 32, "");
   job(&old);
   wait_field("old", "status.phase", "Running");
-  gq_test_sleep_ms(1000); /* 10 virtual seconds of work more than young */
+  /* 10 virtual seconds of work more than young: settled in the sim, and
+   * as long by the controller's clock (the same --time-scale and
+   * --time-epoch over the same real clock) */
+  gq_test_sim_wait_virtual(&w.sim, 10);
   job(&young);
   wait_field("young", "status.phase", "Running");
   first_node("young", node, sizeof(node));
@@ -638,7 +649,7 @@ static void test_reclaim_borrowed(void **state)
   quota("b", 8, ",'cohort':'c'");
   job(&b1);
   wait_field("b1", "status.phase", "Running");
-  gq_test_sleep_ms(1000);
+  gq_test_sim_wait_virtual(&w.sim, 10); /* b1 has more work at risk */
   job(&b2);
   wait_field("b2", "status.phase", "Running");
   job(&a1);
@@ -677,7 +688,7 @@ static void test_node_removal_taint(void **state)
   job(&ck);
   wait_field("ck", "status.phase", "Running");
   first_node("ck", node, sizeof(node));
-  gq_test_sleep_ms(500);
+  gq_test_sim_wait_virtual(&w.sim, 5); /* some work to checkpoint */
   snprintf(path, sizeof(path), "/sim/v1/nodes/%s/taint", node);
   json_decref(gq_test_sim_call(&w.sim, "POST", path,
       "{\"key\":\"ToBeDeletedByClusterAutoscaler\",\"value\":"
@@ -1006,7 +1017,9 @@ static void test_drain_requeue(void **state)
   job(&rq);
   wait_field("rq", "status.phase", "Running");
   expect_pods("rq", 1, 2, "pa-00", NULL);
-  gq_test_sleep_ms(1000);
+  /* 10 virtual seconds of work to lose (the controller counts them by the
+   * same virtual clock) */
+  gq_test_sim_wait_virtual(&w.sim, 10);
   KUBECTL("drain", "pa-00", "--ignore-daemonsets", "--timeout=120s");
   wait_field("rq", "status.attempts", "2");
   wait_field("rq", "status.phase", "Running");

@@ -3,8 +3,10 @@
  * admission, graceful deletion with and without a finished checkpoint,
  * resume from a checkpoint, start delays (a slow pod, a stuck kubelet),
  * drains against a PDB, device-plugin loss, a cordoned node skipped by the
- * scheduler, and a deliberate placement miss counted. The sim runs at 20x so virtual minutes pass in seconds; every
- * wait is for a condition, with a deadline. */
+ * scheduler, a deliberate placement miss counted, and /sim/v1/clock. The
+ * sim runs at 20x so virtual minutes pass in seconds; every wait is for a
+ * condition, with a deadline, or (before a check that something did not
+ * happen) for a virtual time the sim has settled (gq_test_sim_wait_*). */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -136,6 +138,66 @@ static void test_run_to_completion(void **state)
              "\"tolerations\":[{\"operator\":\"Exists\"}]");
   assert_true(wait_pod("short", "phase", "Running"));
   assert_true(wait_pod("short", "phase", "Succeeded"));
+}
+
+/* The pod's status.startTime as Unix ms (whole seconds). */
+static int64_t start_time(const char *name)
+{
+  json_t *p = get_pod(name);
+  int64_t ms = 0;
+
+  assert_int_equal(gq_time_parse(json_string_value(json_object_get(
+                                     json_object_get(p, "status"),
+                                     "startTime")),
+                                 &ms),
+                   0);
+  json_decref(p);
+  return ms;
+}
+
+/* /sim/v1/clock: GET reads the virtual clock (20x); POST answers once a
+ * virtual time is settled, so a pod's end, due 30 virtual seconds after
+ * its start, is not there 20 seconds after it and is there at 31 with no
+ * polling; bad waits get 400 at once. */
+static void test_clock(void **state)
+{
+  json_t *c = call("GET", "/sim/v1/clock", NULL, 200), *p;
+  int64_t now, real, epoch, start;
+
+  (void)state;
+  now = json_integer_value(json_object_get(c, "nowMs"));
+  real = json_integer_value(json_object_get(c, "realMs"));
+  epoch = json_integer_value(json_object_get(c, "epochMs"));
+  assert_true(json_real_value(json_object_get(c, "scale")) == 20.0);
+  if (llabs((long long)(now - (epoch + 20 * (real - epoch)))) > 100)
+    fail_msg("nowMs %lld is not the virtual time of realMs %lld",
+             (long long)now, (long long)real);
+  assert_non_null(json_string_value(json_object_get(c, "now")));
+  json_decref(c);
+  assert_true(gq_test_sim_wait_virtual(&sim, 2) >= now + 2000);
+
+  create_pod("tick", "", 0, "\"sim.gpuq.dev/run-seconds\":\"30\"",
+             "\"tolerations\":[{\"operator\":\"Exists\"}]");
+  assert_true(wait_pod("tick", "phase", "Running"));
+  start = start_time("tick"); /* truncated: the real start is < +1 s */
+  gq_test_sim_wait_until(&sim, start + 20000);
+  p = get_pod("tick");
+  assert_string_equal(phase(p), "Running");
+  json_decref(p);
+  gq_test_sim_wait_until(&sim, start + 31000);
+  p = get_pod("tick");
+  assert_string_equal(phase(p), "Succeeded");
+  json_decref(p);
+
+  json_decref(call("POST", "/sim/v1/clock", "{}", 400));
+  json_decref(call("POST", "/sim/v1/clock", "{\"seconds\":1,\"untilMs\":1}",
+                   400));
+  json_decref(call("POST", "/sim/v1/clock", "{\"seconds\":-1}", 400));
+  json_decref(call("POST", "/sim/v1/clock",
+                   "{\"seconds\":1,\"timeoutMs\":0}", 400));
+  /* 10^6 virtual seconds are 50000 real ones at 20x: past the timeout */
+  json_decref(call("POST", "/sim/v1/clock", "{\"seconds\":1000000}", 400));
+  json_decref(call("PUT", "/sim/v1/clock", "{}", 405));
 }
 
 /* Waits (up to 30 s real) until pod name is Pending with its first
@@ -347,17 +409,24 @@ static void test_cordoned_node_skipped(void **state)
   create_pod("placed", "", 8, "\"sim.gpuq.dev/run-seconds\":\"100000\"",
              "\"nodeSelector\":{\"nvidia.com/gpu.product\":"
              "\"NVIDIA-A100-SXM4-80GB\"}");
-  /* a100-00 is full (the resumed pod ended, but mig-00 has only 6): the
-   * only A100 with 8 free is cordoned, so the pod waits. */
-  assert_true(wait_pod("placed", "phase", "Running") ||
-              wait_pod("placed", "phase", "Pending"));
+  /* Settled, the scheduler has placed the pod or left it Unschedulable:
+   * either way not on a cordoned A100 (a100-00, free again once the
+   * resumed pod ended, is the only one it may take). */
+  gq_test_sim_wait_virtual(&sim, 5);
   p = get_pod("placed");
   node = json_string_value(json_object_get(json_object_get(p, "spec"),
                                            "nodeName"));
-  if (node)
+  if (node) {
     assert_string_not_equal(node, "gpu-a100-01");
-  if (node)
     assert_string_not_equal(node, "gpu-a100-02");
+    assert_string_not_equal(node, "gpu-a100-03");
+  } else {
+    assert_string_equal(phase(p), "Pending");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(
+                            json_object_get(json_object_get(p, "status"),
+                                            "conditions"), 0), "reason")),
+                        "Unschedulable");
+  }
   json_decref(p);
   json_decref(call("POST", "/sim/v1/nodes/gpu-a100-01/uncordon", NULL, 200));
   json_decref(call("POST", "/sim/v1/nodes/gpu-a100-02/uncordon", NULL, 200));
@@ -419,7 +488,8 @@ static void test_device_plugin_loss(void **state)
              "\"nodeSelector\":{\"kubernetes.io/hostname\":\"gpu-t4-00\"},"
              "\"tolerations\":[{\"key\":\"nvidia.com/gpu\",\"operator\":"
              "\"Exists\"}]");
-  gq_test_sleep_ms(300);
+  /* settled: the scheduler has looked at the pod, and left it */
+  gq_test_sim_wait_virtual(&sim, 10);
   p = get_pod("t4job");
   assert_string_equal(phase(p), "Pending");
   json_decref(p);
@@ -444,7 +514,9 @@ static void test_drain_against_pdb(void **state)
                    "\"app\":\"guarded\"}}}}",
                    201));
   json_decref(call("POST", "/sim/v1/nodes/gpu-a100-mig-00/drain", NULL, 200));
-  gq_test_sleep_ms(500); /* 10 virtual seconds: two refused retries */
+  /* 10 virtual seconds settled: the drain's retries due by then (every 5
+   * virtual seconds, so at least one) have run, and the budget refused */
+  gq_test_sim_wait_virtual(&sim, 10);
   p = get_pod("guarded");
   assert_null(json_object_get(json_object_get(p, "metadata"),
                               "deletionTimestamp"));
@@ -526,6 +598,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kubelet_admission),
       cmocka_unit_test(test_run_to_completion),
+      cmocka_unit_test(test_clock),
       cmocka_unit_test(test_start_delay),
       cmocka_unit_test(test_sigterm_with_checkpoint),
       cmocka_unit_test(test_sigterm_killed_without_checkpoint),

@@ -392,6 +392,43 @@ json_t *gq_test_sim_call(const struct gq_test_sim *s, const char *method,
   return j;
 }
 
+/* The clock answer's nowMs, failing the test if it has none. */
+static int64_t clock_now(json_t *c, const char *what)
+{
+  const json_t *now = json_object_get(c, "nowMs");
+  int64_t v;
+
+  if (!json_is_integer(now))
+    fail_msg("%s: no nowMs in the sim's answer", what);
+  v = (int64_t)json_integer_value(now);
+  json_decref(c);
+  return v;
+}
+
+int64_t gq_test_sim_now_ms(const struct gq_test_sim *s)
+{
+  return clock_now(gq_test_sim_call(s, "GET", "/sim/v1/clock", NULL, 200),
+                   "GET /sim/v1/clock");
+}
+
+int64_t gq_test_sim_wait_until(const struct gq_test_sim *s, int64_t until_ms)
+{
+  char body[64];
+
+  snprintf(body, sizeof(body), "{\"untilMs\":%lld}", (long long)until_ms);
+  return clock_now(gq_test_sim_call(s, "POST", "/sim/v1/clock", body, 200),
+                   "POST /sim/v1/clock");
+}
+
+int64_t gq_test_sim_wait_virtual(const struct gq_test_sim *s, double seconds)
+{
+  char body[64];
+
+  snprintf(body, sizeof(body), "{\"seconds\":%.3f}", seconds);
+  return clock_now(gq_test_sim_call(s, "POST", "/sim/v1/clock", body, 200),
+                   "POST /sim/v1/clock");
+}
+
 void gq_test_sim_expect_clean(const struct gq_test_sim *s, long misses)
 {
   json_t *r = gq_test_sim_call(s, "GET", "/sim/v1/report", NULL, 200);

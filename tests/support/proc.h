@@ -5,6 +5,7 @@
 #ifndef GQ_TEST_PROC_H
 #define GQ_TEST_PROC_H
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include <jansson.h>
@@ -79,15 +80,35 @@ int gq_test_wait_file(const char *path, const char *needle, int timeout_ms);
 int gq_test_http(const char *method, const char *url, const char *body,
                  const char *ctype, const char *token, char **resp);
 
-/* Calls the sim: method on s->url + path with a JSON body (may be NULL),
- * and fails the running cmocka test unless the status is 'want'. Returns
- * the decoded response (new reference; NULL if it is not JSON). */
 /* Fails the running cmocka test unless the sim's invariant checker reports
  * 0 violations and exactly 'misses' placement misses (GET /sim/v1/report). */
 void gq_test_sim_expect_clean(const struct gq_test_sim *s, long misses);
 
+/* Calls the sim: method on s->url + path with a JSON body (may be NULL),
+ * and fails the running cmocka test unless the status is 'want'. Returns
+ * the decoded response (new reference; NULL if it is not JSON). */
 json_t *gq_test_sim_call(const struct gq_test_sim *s, const char *method,
                          const char *path, const char *body, int want);
+
+/* The sim's virtual time, Unix ms (GET /sim/v1/clock). Fails the running
+ * cmocka test if the sim does not answer. */
+int64_t gq_test_sim_now_ms(const struct gq_test_sim *s);
+
+/* Waits until virtual time until_ms (Unix ms) is settled in the sim (POST
+ * /sim/v1/clock, docs/sim.md): its clock shows until_ms and it has run all
+ * the timed work due by then (pods finished, checkpoints written, drain
+ * retries, delayed starts) and reconciled what that changed. This is what
+ * a negative check needs ("X did not happen by T"): a real sleep can end
+ * before a loaded sim has done that work. The controller's own reaction is
+ * not covered: wait for a positive signal of it where there is one. Fails
+ * the running cmocka test unless the sim answers 200 (504 when it has not
+ * settled within 20 real seconds; 400 when until_ms is further away than
+ * that). Returns the sim's virtual time at the answer (>= until_ms). */
+int64_t gq_test_sim_wait_until(const struct gq_test_sim *s, int64_t until_ms);
+
+/* gq_test_sim_wait_until() for 'seconds' virtual seconds after the sim
+ * receives the request (so at least that long after the call). */
+int64_t gq_test_sim_wait_virtual(const struct gq_test_sim *s, double seconds);
 
 /* A gpuq-controller child process against a sim and a Redis. */
 struct gq_test_ctl {
