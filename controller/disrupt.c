@@ -1,12 +1,12 @@
-/* controller/disrupt.c - the checkpoint protocol when a running job is
- * disrupted (DESIGN §5).
+/* controller/disrupt.c - the acts of the checkpoint protocol when a
+ * running job is disrupted (DESIGN §5); decide/lifecycle.c decides.
  *
  * A pod of a running gang is evicted (kubectl drain, the Eviction API),
- * deleted, or lost with its node: jobs.c tears the gang down (phase
+ * deleted, or lost with its node: the lifecycle tears the gang down (phase
  * Preempting) by deleting the other pods with their grace period, which
  * for a job with spec.checkpoint is checkpoint.gracePeriodSeconds
  * (podspec.h), so every replica gets SIGTERM and the time to checkpoint.
- * This file tells the story and keeps the checkpoint:
+ * The story it tells:
  *   - the cause (the pod's DisruptionTarget reason: EvictionByEvictionAPI,
  *     DeletionByTaintManager, DeletionByPodGC, ...; "Deleted" for a plain
  *     delete) goes into the Disrupted event, the Preempted condition and
@@ -17,11 +17,15 @@
  *     checkpoints in PyTorch's convention, and a job whose ranks save
  *     shards writes the location from rank 0 once they are all saved.
  *     A replica that exits 0 after that SIGTERM has checkpointed; it has
- *     not succeeded (jobs.c counts it as disrupted);
+ *     not succeeded (the lifecycle counts it as disrupted);
  *   - once every pod is gone the job is requeued at its original place
- *     (jobs.c) and the next attempt gets GPUQ_RESUME_FROM = lastCheckpoint;
- *     if this attempt wrote no checkpoint in time, the previous one stands
- *     and the NoCheckpoint event says so.
+ *     and the next attempt gets GPUQ_RESUME_FROM = lastCheckpoint; if this
+ *     attempt wrote no checkpoint in time, the previous one stands and the
+ *     NoCheckpoint event says so.
+ * This file reads pod events for it (disrupt_podev), keeps the cause, the
+ * checkpoint and the list of jobs in Preempting, counts the metrics, and
+ * acts on its own: node-removal taints (disrupt_node, through
+ * jobs_preempt), PodDisruptionBudgets, force-deletes on dead nodes.
  */
 #include "controller/ctl_int.h"
 

@@ -19,7 +19,6 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "controller/podspec.h"
-#include "controller/preempt.h"
 #include "decide/lifecycle.h"
 
 #include <stdio.h>
@@ -635,18 +634,24 @@ void jobs_create_pods(struct ctl *c, struct cjob *cj)
 
 /* ---- the lifecycle's views (decide/lifecycle.h) ------------------------ */
 
+/* The fields of cj the lifecycle owns (decide/lifecycle.h marks them W):
+ * read into its view and written back from the view it returns. */
+#define LIFE_OWNED(X)                                                      \
+  X(state) X(td) X(phase) X(attempt) X(failures) X(preemptions)            \
+  X(create_pending) X(running) X(adopted) X(preempted) X(edit_told)        \
+  X(queued_ms) X(admitted_ms) X(start_ms) X(first_start_ms)                \
+  X(completion_ms) X(eta_ms) X(td_sent_ms) X(td_ms) X(cordon_ms)           \
+  X(cause_grace_s)
+#define LIFE_IN(f) v->f = cj->f;
+#define LIFE_OUT(f) cj->f = v->f;
+
 /* The view of cj's record: what the lifecycle reads of it. */
 static void view_job(const struct cjob *cj, struct gq_life_job *v)
 {
   memset(v, 0, sizeof(*v));
+  LIFE_OWNED(LIFE_IN)
   v->key = cj->key;
   v->ns = cj->ns;
-  v->state = cj->state;
-  v->td = cj->td;
-  v->phase = cj->phase;
-  v->attempt = cj->attempt;
-  v->failures = cj->failures;
-  v->preemptions = cj->preemptions;
   v->replicas = cj->replicas;
   v->gpus = cj->gpus;
   v->team = cj->team;
@@ -657,61 +662,26 @@ static void view_job(const struct cjob *cj, struct gq_life_job *v)
   v->has_adm = cj->has_adm;
   v->has_nodes = cj->nodes != NULL;
   v->creates_left = cj->creates_left;
-  v->create_pending = cj->create_pending;
   v->create_miss = (enum gq_life_miss)cj->create_miss;
   v->adm_event = cj->adm_event;
-  v->running = cj->running;
-  v->adopted = cj->adopted;
-  v->preempted = cj->preempted;
-  v->edit_told = cj->edit_told;
   v->pdb = cj->pdb;
   v->gone = cj->gone;
   v->drain_wait = cj->drain_wait;
   v->deadline_s = cj->deadline_s;
   v->startup_s = cj->startup_s;
-  v->queued_ms = cj->queued_ms;
-  v->admitted_ms = cj->admitted_ms;
-  v->start_ms = cj->start_ms;
-  v->first_start_ms = cj->first_start_ms;
-  v->completion_ms = cj->completion_ms;
-  v->eta_ms = cj->eta_ms;
-  v->td_sent_ms = cj->td_sent_ms;
-  v->td_ms = cj->td_ms;
-  v->cordon_ms = cj->cordon_ms;
   v->reason = cj->reason ? cj->reason : "";
   v->ckpt = cj->ckpt;
   v->ckpt_ms = cj->ckpt_ms;
   v->ckpt_attempt = cj->ckpt_attempt;
   v->cause = cj->cause;
   v->cause_msg = cj->cause_msg;
-  v->cause_grace_s = cj->cause_grace_s;
 }
 
-/* Writes back the fields of the view the lifecycle owns (the ones
- * lifecycle.h marks W); the others change only through effects. */
+/* Writes back the fields of the view the lifecycle owns; the others change
+ * only through effects. */
 static void put_job(struct cjob *cj, const struct gq_life_job *v)
 {
-  cj->state = v->state;
-  cj->td = v->td;
-  cj->phase = v->phase;
-  cj->attempt = v->attempt;
-  cj->failures = v->failures;
-  cj->preemptions = v->preemptions;
-  cj->create_pending = (unsigned char)v->create_pending;
-  cj->running = (unsigned char)v->running;
-  cj->adopted = (unsigned char)v->adopted;
-  cj->preempted = (unsigned char)v->preempted;
-  cj->edit_told = (unsigned char)v->edit_told;
-  cj->queued_ms = v->queued_ms;
-  cj->admitted_ms = v->admitted_ms;
-  cj->start_ms = v->start_ms;
-  cj->first_start_ms = v->first_start_ms;
-  cj->completion_ms = v->completion_ms;
-  cj->eta_ms = v->eta_ms;
-  cj->td_sent_ms = v->td_sent_ms;
-  cj->td_ms = v->td_ms;
-  cj->cordon_ms = v->cordon_ms;
-  cj->cause_grace_s = v->cause_grace_s;
+  LIFE_OWNED(LIFE_OUT)
 }
 
 static void view_quota(struct ctl *c, const char *team, const char *ns,
