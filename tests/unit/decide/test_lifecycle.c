@@ -1288,6 +1288,68 @@ static void test_cases(void **state)
   }
 }
 
+/* The view a driver writes back (the W fields) and what the effects do to
+ * the record, fed to the next transition: a failed attempt with
+ * backoffLimit 0 goes from Running to Failed, its pods deleted only once
+ * its record is stored, released and removed only once they are gone. */
+static int has_kind(const struct gq_life_out *o, enum gq_life_kind k)
+{
+  for (size_t i = 0; i < o->n; i++)
+    if (o->eff[i].kind == k)
+      return 1;
+  return 0;
+}
+
+static void test_chain_failure(void **state)
+{
+  static struct fx f;
+  static struct gq_life_out o;
+
+  (void)state;
+  base(&f);
+  running1(&f);
+  f.spec.backoff_limit = 0;
+  f.pods[1].phase = GQ_POD_FAILED;
+  f.pods[1].holds = 0;
+  gq_life_reconcile(&f.in, &o); /* counted, recorded first */
+  assert_int_equal(o.job.state, CJ_TEARDOWN);
+  assert_false(has_kind(&o, GQ_LIFE_DELETE_PODS));
+  assert_string_equal(o.eff[2].msg, "attempt 1: a replica failed (failed "
+                      "attempts: 1, spec.backoffLimit 0); its pods are "
+                      "deleted, then it fails");
+  f.in.job = o.job;
+  gq_life_reconcile(&f.in, &o); /* the write has not landed: waits */
+  assert_false(has_kind(&o, GQ_LIFE_DELETE_PODS));
+  f.spec.st_reason = "ReplicaFailed"; /* it has */
+  f.spec.st_failures = 1;
+  f.in.job = o.job;
+  gq_life_reconcile(&f.in, &o);
+  assert_true(has_kind(&o, GQ_LIFE_DELETE_PODS));
+  assert_false(has_kind(&o, GQ_LIFE_RELEASE));
+  f.in.job = o.job;
+  f.in.mono_ms += 1000; /* the pod is terminating: no resend yet */
+  f.pods[0].deletion_ms = NOW;
+  gq_life_reconcile(&f.in, &o);
+  assert_false(has_kind(&o, GQ_LIFE_DELETE_PODS));
+  f.in.job = o.job;
+  f.in.mono_ms += GQ_LIFE_REDELETE_MS; /* still there: resent */
+  gq_life_reconcile(&f.in, &o);
+  assert_true(has_kind(&o, GQ_LIFE_DELETE_PODS));
+  f.in.job = o.job;
+  f.in.n_pods = 0; /* gone */
+  gq_life_reconcile(&f.in, &o);
+  assert_true(has_kind(&o, GQ_LIFE_RELEASE));
+  assert_true(has_kind(&o, GQ_LIFE_REDIS_REMOVE));
+  assert_int_equal(o.job.state, CJ_DONE);
+  assert_int_equal(o.job.phase, GQ_PHASE_FAILED);
+  assert_string_equal(o.job.reason, "BackoffLimitExceeded");
+  f.in.job = o.job;
+  f.in.job.has_adm = 0; /* released */
+  gq_life_reconcile(&f.in, &o); /* finished: stays so */
+  assert_int_equal(o.job.state, CJ_DONE);
+  assert_int_equal(o.n, 1); /* REFRESH only */
+}
+
 /* The tick gives the next deadline: the startup timeout's here. */
 static void test_tick_next(void **state)
 {
@@ -1337,6 +1399,7 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cases),
+      cmocka_unit_test(test_chain_failure),
       cmocka_unit_test(test_tick_next),
       cmocka_unit_test(test_long_message),
       cmocka_unit_test(test_helpers),
