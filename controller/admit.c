@@ -34,10 +34,10 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
-#include "controller/forecast.h"
-#include "controller/place.h"
-#include "controller/preempt.h"
-#include "controller/snapshot.h"
+#include "decide/forecast.h"
+#include "decide/place.h"
+#include "decide/preempt.h"
+#include "decide/snapshot.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,21 +99,21 @@ static void add_rel(struct pass *p, const char *node,
 
 /* ---- the capacity snapshot, kept between passes -------------------- */
 
-static void commit_rec(struct ctl *c, struct cpod *r, int sign)
+static void commit_rec(struct ctl *c, struct gq_cap_pod *r, int sign)
 {
   if (sign > 0)
-    r->committed = c->snap_valid &&
-                   gq_snapshot_commit(&c->snap, r->node, &r->req, 1) == 0;
-  else if (r->committed && c->snap_valid)
-    gq_snapshot_commit(&c->snap, r->node, &r->req, -1);
+    r->committed = c->cap.valid &&
+                   gq_snapshot_commit(&c->cap.snap, r->node, &r->req, 1) == 0;
+  else if (r->committed && c->cap.valid)
+    gq_snapshot_commit(&c->cap.snap, r->node, &r->req, -1);
 }
 
-static void free_rec(struct cpod *r)
+static void free_rec(struct gq_cap_pod *r)
 {
   free(r->key);
   free(r->node);
   free(r->job_uid);
-  jobs_assumed_release(&r->req);
+  gq_capacity_request_free(&r->req);
   free(r);
 }
 
@@ -123,13 +123,13 @@ static void free_rec(struct cpod *r)
  * and not finished; a terminating pod still holds them (DESIGN §3). */
 void admit_pod(struct ctl *c, const char *key, const struct gq_pod *pod)
 {
-  struct cpod *r;
+  struct gq_cap_pod *r;
   const char *node = NULL, *uid;
 
-  HASH_FIND_STR(c->held, key, r);
+  HASH_FIND_STR(c->cap.held, key, r);
   if (r) {
     commit_rec(c, r, -1);
-    HASH_DEL(c->held, r);
+    HASH_DEL(c->cap.held, r);
     free_rec(r);
   }
   if (!pod || !gq_pod_holds_resources(pod))
@@ -147,24 +147,24 @@ void admit_pod(struct ctl *c, const char *key, const struct gq_pod *pod)
   r->key = gq_xstrdup(key);
   r->node = gq_xstrdup(node);
   r->job_uid = uid ? gq_xstrdup(uid) : NULL;
-  jobs_copy_request(&pod->sched, &r->req);
+  gq_capacity_request_copy(&pod->sched, &r->req);
   r->deletion_ms = pod->meta.deletion_ms;
   r->grace_s = pod->meta.deletion_grace_s >= 0 ? pod->meta.deletion_grace_s
                                                : pod->sched.grace_s;
-  HASH_ADD_KEYPTR(hh, c->held, r->key, strlen(r->key), r);
+  HASH_ADD_KEYPTR(hh, c->cap.held, r->key, strlen(r->key), r);
   commit_rec(c, r, 1);
 }
 
 void admit_nodes_changed(struct ctl *c)
 {
-  c->snap_valid = 0;
+  c->cap.valid = 0;
 }
 
 void admit_commit(struct ctl *c, const char *node,
                   const struct gq_podsched *req, int sign)
 {
-  if (c->snap_valid)
-    gq_snapshot_commit(&c->snap, node, req, sign);
+  if (c->cap.valid)
+    gq_snapshot_commit(&c->cap.snap, node, req, sign);
 }
 
 static void collect_node(const json_t *obj, void *typed, void *arg)
@@ -172,7 +172,7 @@ static void collect_node(const json_t *obj, void *typed, void *arg)
   struct ctl *c = arg;
 
   if (typed)
-    c->snap_nodes[c->snap.n++] = typed;
+    c->snap_nodes[c->cap.snap.n++] = typed;
   status_node(c, obj, typed);
 }
 
@@ -180,36 +180,36 @@ static void collect_node(const json_t *obj, void *typed, void *arg)
  * every holding pod and assumption on it again. */
 static void snapshot_rebuild(struct ctl *c)
 {
-  struct cpod *r, *rt;
-  struct cassumed *a, *at;
+  struct gq_cap_pod *r, *rt;
+  struct gq_cap_assumed *a, *at;
   size_t n = 0;
 
-  gq_snapshot_release(&c->snap);
+  gq_snapshot_release(&c->cap.snap);
   free(c->snap_nodes);
   c->snap_nodes = gq_xcalloc(gq_informer_size(c->inf_nodes) + 1,
                              sizeof(*c->snap_nodes));
-  c->snap.n = 0;
+  c->cap.snap.n = 0;
   gq_informer_foreach(c->inf_nodes, collect_node, c);
-  n = c->snap.n;
-  gq_snapshot_init(&c->snap, c->snap_nodes, n, c->o.topology_key);
-  c->snap_valid = 1;
-  HASH_ITER(hh, c->held, r, rt) commit_rec(c, r, 1);
-  HASH_ITER(hh, c->assumed, a, at)
-    gq_snapshot_commit(&c->snap, a->node, &a->req, 1);
+  n = c->cap.snap.n;
+  gq_snapshot_init(&c->cap.snap, c->snap_nodes, n, c->o.topology_key);
+  c->cap.valid = 1;
+  HASH_ITER(hh, c->cap.held, r, rt) commit_rec(c, r, 1);
+  HASH_ITER(hh, c->cap.assumed, a, at)
+    gq_snapshot_commit(&c->cap.snap, a->node, &a->req, 1);
 }
 
 void admit_free(struct ctl *c)
 {
-  struct cpod *r, *rt;
+  struct gq_cap_pod *r, *rt;
 
-  HASH_ITER(hh, c->held, r, rt) {
-    HASH_DEL(c->held, r);
+  HASH_ITER(hh, c->cap.held, r, rt) {
+    HASH_DEL(c->cap.held, r);
     free_rec(r);
   }
-  gq_snapshot_release(&c->snap);
+  gq_snapshot_release(&c->cap.snap);
   free(c->snap_nodes);
   c->snap_nodes = NULL;
-  c->snap_valid = 0;
+  c->cap.valid = 0;
   free(c->preemptors); /* the jobs themselves free their reservations */
   c->preemptors = NULL;
   c->n_preemptors = 0;
@@ -222,10 +222,10 @@ void admit_free(struct ctl *c)
  * each holder is expected to free its requests. */
 static void build_rel(struct pass *p)
 {
-  struct cpod *r, *rt;
-  struct cassumed *a, *at;
+  struct gq_cap_pod *r, *rt;
+  struct gq_cap_assumed *a, *at;
 
-  HASH_ITER(hh, p->c->held, r, rt) {
+  HASH_ITER(hh, p->c->cap.held, r, rt) {
     struct cjob *cj = r->job_uid ? ctl_job(p->c, r->job_uid) : NULL;
 
     if (!r->committed)
@@ -240,7 +240,7 @@ static void build_rel(struct pass *p)
       add_rel(p, r->node, &r->req, -1);
     }
   }
-  HASH_ITER(hh, p->c->assumed, a, at) add_rel(p, a->node, &a->req, -1);
+  HASH_ITER(hh, p->c->cap.assumed, a, at) add_rel(p, a->node, &a->req, -1);
   p->rel_built = 1;
 }
 
@@ -579,7 +579,7 @@ static int try_preempt(struct pass *p, struct cohort_pass *cp, size_t ti,
   struct pcand *byuid = NULL, *pc, *pt, **list = NULL;
   struct gq_preempt_cand *cand;
   struct cjob *x;
-  struct cpod *r, *rt;
+  struct gq_cap_pod *r, *rt;
   size_t n = 0, *victims, *out;
   struct gq_assignment a;
   struct gq_preempt_ask ask;
@@ -600,7 +600,7 @@ static int try_preempt(struct pass *p, struct cohort_pass *cp, size_t ti,
   /* the candidates are the admitted jobs that hold pods: found from the
    * held pods (hundreds), not by walking every job the controller knows
    * (tens of thousands, most of them done) */
-  HASH_ITER(hh, c->held, r, rt) {
+  HASH_ITER(hh, c->cap.held, r, rt) {
     if (!r->committed || !r->job_uid)
       continue;
     HASH_FIND_STR(byuid, r->job_uid, pc);
@@ -1035,9 +1035,9 @@ void admit_pass(struct ctl *c)
   p.c = c;
   p.now_ms = gq_clock_now_ms();
   p.resv_min = -1;
-  if (!c->snap_valid)
+  if (!c->cap.valid)
     snapshot_rebuild(c);
-  p.s = &c->snap;
+  p.s = &c->cap.snap;
   preemptor_resv(&p);
   gq_metric_add(c->m_passes, NULL, 1);
   HASH_ITER(hh, c->cohorts, k, tk) {

@@ -33,8 +33,8 @@
 
 /* the typed model's enums (they move to decide/gpujob.h and decide/pod.h
  * with the decide-move branch) */
-#include "api/gpujob.h"
-#include "api/pod.h"
+#include "decide/gpujob.h"
+#include "decide/pod.h"
 
 /* Where a job stands in gpuq's hands (the API phase is derived from it). */
 enum cj_state {
