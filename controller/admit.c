@@ -249,7 +249,7 @@ static void rollback(struct ctl *c, struct cjob *cj)
   cj->nodes = NULL;
   cj->attempt--;
   cj->state = CJ_NEW;
-  jobs_reconcile(c, cj);
+  ctl_mark(c, cj); /* the next pass queues it again (jobs.c) */
 }
 
 static void admitted(int rc, const char *state, long long value, void *arg)
@@ -257,7 +257,6 @@ static void admitted(int rc, const char *state, long long value, void *arg)
   struct admit_ctx *x = arg;
   struct ctl *c = x->c;
   struct cjob *cj = ctl_job(c, x->uid);
-  const struct gq_gpujob *obj;
   int ok = rc == 0 && (!strcmp(state, "ok") || !strcmp(state, "dup"));
 
   ctl_write_end(c);
@@ -289,7 +288,15 @@ static void admitted(int rc, const char *state, long long value, void *arg)
   } else {
     const char *l[] = {cj->team};
 
-    ctl_active(c, cj);
+    /* the outcome: the reconcile it is marked for makes it active, tells
+     * the Admitted event, adds the finalizer and creates its pods (decide/
+     * lifecycle.c); until then it stays CJ_ADMITTING, its attempt not
+     * published (status.c) */
+    cj->create_pending = 1;
+    cj->create_miss = 0;
+    free(cj->adm_event);
+    cj->adm_event = x->event;
+    x->event = NULL;
     cj->phase = GQ_PHASE_ADMITTED;
     cj->admitted_ms = gq_clock_now_ms();
     cj->start_ms = 0;
@@ -298,12 +305,7 @@ static void admitted(int rc, const char *state, long long value, void *arg)
     gq_metric_add(c->m_admissions, l, 1);
     gq_metric_observe(c->m_wait, l,
                       (double)(cj->admitted_ms - cj->queued_ms) / 1000.0);
-    status_event(c, cj, "Normal", "Admitted", "%s", x->event);
-    obj = ctl_job_obj(c, cj);
-    if (obj)
-      status_finalizer(c, cj, obj, 1);
-    jobs_create_pods(c, cj);
-    status_flush(c, cj);
+    ctl_mark(c, cj);
   }
   free(x->event);
   free(x->uid);

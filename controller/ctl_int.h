@@ -24,31 +24,12 @@
 #include "controller/ctl.h"
 #include "controller/metrics.h"
 #include "decide/capacity.h"
+#include "decide/lifecycle.h"
 #include "decide/snapshot.h"
 #include "queue/queue.h"
 
-/* Where a job stands in gpuq's hands (the API phase is derived from it). */
-enum cj_state {
-  CJ_NEW,       /* seen, not yet reconciled */
-  CJ_WAITING,   /* valid but not queueable: unknown team, suspended */
-  CJ_QUEUED,    /* in its team's queue */
-  CJ_ADMITTING, /* admit script in flight */
-  CJ_ACTIVE,    /* admitted: pods being created, running */
-  CJ_TEARDOWN,  /* its pods are being deleted; then requeue or finish */
-  CJ_DONE       /* Succeeded or Failed (or invalid): nothing more to do */
-};
-
-/* Why a gang is torn down. */
-enum cj_td {
-  TD_NONE,
-  TD_FAILED,    /* a replica failed on its own: counts toward backoffLimit */
-  TD_MISS,      /* placement miss: does not count */
-  TD_DISRUPTED, /* evicted, deleted, node gone: does not count */
-  TD_STARTUP,   /* startupTimeoutSeconds passed: counts */
-  TD_DEADLINE,  /* activeDeadlineSeconds passed: the job fails */
-  TD_SUSPEND,   /* spec.suspend set */
-  TD_DELETE     /* the GpuJob is being deleted */
-};
+/* enum cj_state (where a job stands) and enum cj_td (why a gang is torn
+ * down) are the lifecycle's: decide/lifecycle.h. */
 
 struct ctl;
 
@@ -129,7 +110,17 @@ struct cjob {
   unsigned char preempted;  /* disrupted and not running again yet */
   unsigned char pdb;        /* its PodDisruptionBudget was created */
   unsigned char edit_told;  /* a SpecChangeDeferred event was sent for this
-                               attempt (jobs.c refresh) */
+                               attempt (decide/lifecycle.c spec_edit) */
+  unsigned char create_pending; /* Redis admitted the attempt (admit.c
+                               admitted), its pods are not created yet: the
+                               next reconcile creates them (state stays
+                               CJ_ADMITTING until then, so the attempt is
+                               not published, DESIGN §3) */
+  unsigned char create_miss; /* enum gq_life_miss: a pod create of the
+                               attempt failed, or its node was gone
+                               (jobs.c); the reconcile tears it down */
+  char *adm_event;          /* while create_pending: the Admitted event's
+                               message (owned) */
   UT_hash_handle hh;
 };
 
@@ -393,17 +384,27 @@ void ledger_audit(struct ctl *c);
 void ctl_refilled(struct ctl *c);
 
 /* jobs.c */
+/* Reconciles cj: builds its view, runs decide/lifecycle's transition and
+ * applies its effects (until it asks for no further step). May free cj
+ * (the GpuJob is gone and so are its pods). Called by the pass (ctl.c
+ * run_pass) for marked jobs; callbacks mark (ctl_mark), never call it. */
 void jobs_reconcile(struct ctl *c, struct cjob *cj);
 void jobs_queue_add(struct ctl *c, struct cjob *cj);
+/* Sends the Service (replicas > 1) and pod creates of cj's admitted
+ * attempt on cj->nodes, each pod assumed in the capacity snapshot until
+ * the informer shows it; sets cj->creates_left. The lifecycle decides
+ * when (GQ_LIFE_CREATE_PODS). A node that is gone sets cj->create_miss and
+ * marks cj. */
 void jobs_create_pods(struct ctl *c, struct cjob *cj);
 void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms);
 void jobs_forget(struct ctl *c, struct cjob *cj);
-/* The status reason that records a teardown of kind td before any of its
- * pods is deleted (ReplicaFailed, StartupTimeout, DeadlineExceeded: the
- * kinds a restarted controller could not tell from a disruption once the
- * pods are gone), or NULL for the kinds that need no record (a disruption
- * and a placement miss are what a restart assumes; suspend and delete are
- * in the spec and metadata). Static string. */
+/* gq_life_td_record(td) (decide/lifecycle.h): the status reason that
+ * records a teardown of kind td before any of its pods is deleted
+ * (ReplicaFailed, StartupTimeout, DeadlineExceeded: the kinds a restarted
+ * controller could not tell from a disruption once the pods are gone), or
+ * NULL for the kinds that need no record (a disruption and a placement
+ * miss are what a restart assumes; suspend and delete are in the spec and
+ * metadata). Static string. */
 const char *jobs_td_record(enum cj_td td);
 /* Disrupts running job cj on gpuq's own initiative: the checkpoint
  * protocol of a disruption (DESIGN §5), with cause (PreemptedByPriority,
@@ -420,35 +421,33 @@ void disrupt_init(struct ctl *c);
  * requeued at once if it carries a node-removal taint (c->o.drain_taints)
  * or a NoExecute taint their pods do not tolerate (DESIGN §5). */
 void disrupt_node(struct ctl *c, const struct gq_node *n);
-/* Reads a checkpoint location from the termination message of a pod of
- * cj (pod: its JSON, borrowed; also its last state when it is deleted). */
-void disrupt_pod_seen(struct ctl *c, struct cjob *cj, const json_t *pod);
-/* Fills cj->cause and cause_msg from the pods that disrupted cj; writes
- * the sentence for the teardown into why (len bytes). */
-void disrupt_describe(struct ctl *c, struct cjob *cj, char *why, size_t len);
-/* A disruption's teardown begins: events, conditions, timing. */
-void disrupt_begin(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);
-/* Every pod of a disrupted attempt is gone: counts it, says which
- * checkpoint the next attempt resumes from. */
-void disrupt_done(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);
-/* The pods of a new attempt are being created: a resume, if cj has a
- * checkpoint (event and metric). */
-void disrupt_resume(struct ctl *c, struct cjob *cj);
-/* Sets why cj is being disrupted (cause: a CamelCase reason; msg: the
- * sentence), before the teardown that follows. */
+/* Reads pod event obj (its JSON, borrowed; also its last state when it is
+ * deleted) into ev for gq_life_pod_seen(): labels, stop, grace, and the
+ * terminated states of its containers, in buf (n entries) or, for a pod
+ * with more containers, in an array the caller frees (ev->terms != buf).
+ * ev's strings are borrowed from obj. */
+void disrupt_podev(const json_t *obj, struct gq_life_podev *ev,
+                   struct gq_life_term *buf, size_t n);
+/* Sets why cj is being disrupted (cause: a CamelCase reason, interned;
+ * msg: the sentence, copied), before the teardown that follows; cause
+ * NULL clears the cause (msg unused; the sentence stays). */
 void disrupt_cause(struct cjob *cj, const char *cause, const char *msg);
+/* Sets cj's checkpoint: location loc (copied), its time at_ms (virtual
+ * ms) and the attempt that wrote it (0 = read from the status). */
+void disrupt_ckpt(struct cjob *cj, const char *loc, int64_t at_ms,
+                  int64_t attempt);
+/* Puts cj on c->draining (jobs in Preempting: capacity that frees is held
+ * for the best waiting one of its team, admit.c). */
+void disrupt_list(struct ctl *c, struct cjob *cj);
+/* The preemption metrics of effect e (GQ_LIFE_M_*); other kinds: nothing. */
+void disrupt_count(struct ctl *c, struct cjob *cj,
+                   const struct gq_life_eff *e);
 /* A victim's teardown is over (or it is forgotten): its preemptor has one
  * victim less to wait for. */
 void disrupt_victim_done(struct ctl *c, struct cjob *cj);
 /* drainPolicy Wait (DESIGN §5): creates (create 1) the job's
  * PodDisruptionBudget, or deletes it (0) once the job is finished. */
 void disrupt_pdb(struct ctl *c, struct cjob *cj, int create);
-/* drainPolicy Wait: a running job whose node has been cordoned for
- * --drain-wait is checkpointed (returns 1); else *next_ms gets the
- * deadline (virtual ms) if earlier. */
-int disrupt_wait_tick(struct ctl *c, struct cjob *cj,
-                      const struct gq_gpujob *j, int64_t now_ms,
-                      int64_t *next_ms);
 /* Force-deletes gpuq's terminating pods on nodes NotReady for longer
  * than --notready-timeout (DESIGN §5); *next_ms gets the next deadline
  * (virtual ms) if earlier. */

@@ -1,16 +1,15 @@
-/* controller/jobs.c - one GpuJob's reconcile (DESIGN §2-§5): validation,
- * queueing, its pods' progress, teardown and requeue, finishing, deletion.
+/* controller/jobs.c - one GpuJob's reconcile (DESIGN §2-§5): the driver of
+ * its lifecycle, and the acts the lifecycle asks for.
  *
- * The job's lifecycle: Queued -> Admitted (pods created) -> Running (every
- * replica running) -> Succeeded (every replica succeeded). A replica that
- * fails on its own tears the gang down and retries it as a new attempt,
- * up to spec.backoffLimit failed attempts, then Failed. A placement miss
- * (the pinned pod Unschedulable, or rejected by its kubelet) or a
- * disruption (pod evicted or deleted by someone else) tears the gang down
- * and requeues it without counting. The GPUs are released only once every
- * pod of the attempt is gone or finished (DESIGN §3: terminating pods still
- * hold them), and only then is a new attempt admitted (never two pod
- * generations at once, invariant 5).
+ * What happens to a job is decided by decide/lifecycle.c, a pure
+ * transition: this file builds its view (the cjob, the stored GpuJob, its
+ * pods from the pod informer), calls the transition, writes the view it
+ * returns back into the cjob and applies its effects in order: the team
+ * queues and Redis (queue, requeue, release, remove), pod creates and
+ * deletes, the status and events, the finalizer. Callbacks (a pod create
+ * answered, an admission answered in admit.c) record their outcome in the
+ * cjob and mark it (ctl_mark): the next pass reconciles it; none calls
+ * the reconcile itself.
  */
 #include "controller/ctl_int.h"
 
@@ -20,6 +19,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "controller/podspec.h"
+#include "decide/lifecycle.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +27,8 @@
 
 static const struct gq_lc lc = {"controller", "jobs", NULL};
 
-#define REDELETE_MS 5000 /* resend pod deletions that did not take */
+#define RECONCILE_STEPS 8 /* transitions of one reconcile: adoption, a
+                             teardown's end, the queueing that follows */
 
 /* ---- the team queues (in memory, in the same order as Redis's) --------- */
 
@@ -130,6 +131,7 @@ void jobs_forget(struct ctl *c, struct cjob *cj)
   for (size_t i = 0; i < cj->n_pods; i++)
     free(cj->pods[i]);
   free(cj->pods);
+  free(cj->adm_event);
   gq_intern_release(cj->message);
   free(cj->key);
   free(cj);
@@ -143,15 +145,29 @@ static int64_t pod_attempt(const struct gq_pod *p)
   return a && gq_parse_int64(a, &v) == 0 ? v : -1;
 }
 
-static int pod_miss(const struct gq_pod *p)
+static void view_job(const struct cjob *cj, struct gq_life_job *v);
+static void apply_flush(struct ctl *c, struct cjob *cj,
+                        const struct gq_life_out *o);
+
+/* A pod event of cj: the lifecycle reads the cause of a disruption and the
+ * checkpoint from it (the pod may be gone before the reconcile looks). */
+static void pod_event(struct ctl *c, struct cjob *cj, const json_t *pod)
 {
-  if (p->phase == GQ_POD_PENDING && p->unschedulable &&
-      !strcmp(p->unschedulable, "Unschedulable"))
-    return 1;
-  return p->phase == GQ_POD_FAILED &&
-         (!strncmp(p->status_reason, "OutOf", 5) ||
-          !strcmp(p->status_reason, "UnexpectedAdmissionError") ||
-          !strcmp(p->status_reason, "NodeAffinity"));
+  struct gq_life_term buf[16];
+  struct gq_life_podev ev;
+  struct gq_life_spec spec = {0};
+  struct gq_life_in in = {0};
+  struct gq_life_out o;
+
+  disrupt_podev(pod, &ev, buf, sizeof(buf) / sizeof(buf[0]));
+  view_job(cj, &in.job);
+  in.spec = &spec;
+  in.now_ms = gq_clock_now_ms();
+  in.mono_ms = gq_clock_mono_ms();
+  gq_life_pod_seen(&in, &ev, &o);
+  apply_flush(c, cj, &o);
+  if (ev.terms != buf)
+    free((void *)ev.terms);
 }
 
 /* The pod index: keeps cj->pods equal to the pods labelled with its uid. */
@@ -176,7 +192,7 @@ void jobs_pod_seen(struct ctl *c, const json_t *pod, int present)
     cj = ctl_job_new(c, uid, ns, job);
   }
   snprintf(key, sizeof(key), "%s/%s", ns, name);
-  disrupt_pod_seen(c, cj, pod);
+  pod_event(c, cj, pod);
   if (present)
     gq_capacity_unassume(&c->cap, key);
   for (i = 0; i < cj->n_pods && strcmp(cj->pods[i], key); i++)
@@ -186,8 +202,8 @@ void jobs_pod_seen(struct ctl *c, const json_t *pod, int present)
     cj->pods[cj->n_pods++] = gq_xstrdup(key);
     /* a pod first seen while its job tears down (its create was in flight
      * when the teardown began) has had no delete: the reconcile this
-     * event brings must send one now, not after REDELETE_MS and some
-     * later event (a Running pod may never send another) */
+     * event brings must send one now, not after GQ_LIFE_REDELETE_MS and
+     * some later event (a Running pod may never send another) */
     if (cj->state == CJ_TEARDOWN)
       cj->td_sent_ms = 0;
   } else if (!present && i < cj->n_pods) {
@@ -196,48 +212,24 @@ void jobs_pod_seen(struct ctl *c, const json_t *pod, int present)
   }
 }
 
-struct podcount {
-  int present, hold, running, succeeded, failed, miss, disrupted;
-  int other_hold; /* pods of other attempts still holding resources */
-  int64_t max_attempt;
-  const char *flavor; /* annotation of a pod of the attempt */
-  const char *checkpoint;
-};
-
-static void count_pods(struct ctl *c, struct cjob *cj, struct podcount *pc)
+/* The lifecycle's view of pod p. The flavor annotation is read only for
+ * an adoption (the one reader). */
+static void pod_view(const struct gq_pod *p, int flavor, struct gq_life_pod *v)
 {
-  memset(pc, 0, sizeof(*pc));
-  for (size_t i = 0; i < cj->n_pods; i++) {
-    const struct gq_pod *p = gq_informer_typed(c->inf_pods, cj->pods[i]);
-    int64_t a;
+  const json_t *an = json_object_get(json_object_get(p->json, "metadata"),
+                                     "annotations");
 
-    if (!p)
-      continue;
-    a = pod_attempt(p);
-    if (a > pc->max_attempt)
-      pc->max_attempt = a;
-    if (a != cj->attempt) {
-      pc->other_hold += gq_pod_holds_resources(p);
-      continue;
-    }
-    pc->present++;
-    if (!pc->flavor) {
-      const json_t *an = json_object_get(
-          json_object_get(p->json, "metadata"), "annotations");
-      pc->flavor = json_string_value(json_object_get(an, GQ_ANN_FLAVOR));
-    }
-    pc->hold += gq_pod_holds_resources(p);
-    if (pod_miss(p))
-      pc->miss++;
-    else if (p->disruption || (p->meta.deletion_ms && cj->td == TD_NONE))
-      pc->disrupted++;
-    else if (p->phase == GQ_POD_RUNNING)
-      pc->running++;
-    else if (p->phase == GQ_POD_SUCCEEDED)
-      pc->succeeded++;
-    else if (p->phase == GQ_POD_FAILED)
-      pc->failed++;
-  }
+  v->name = p->meta.name;
+  v->attempt = pod_attempt(p);
+  v->phase = p->phase;
+  v->status_reason = p->status_reason ? p->status_reason : "";
+  v->unschedulable = p->unschedulable;
+  v->disruption = p->disruption;
+  v->deletion_ms = p->meta.deletion_ms;
+  v->deletion_grace_s = p->meta.deletion_grace_s;
+  v->holds = gq_pod_holds_resources(p);
+  v->flavor = flavor ? json_string_value(json_object_get(an, GQ_ANN_FLAVOR))
+                     : NULL;
 }
 
 static void delete_done(int rc, const struct gq_k8s_status *st,
@@ -251,20 +243,20 @@ static void delete_done(int rc, const struct gq_k8s_status *st,
     ctl_api_error(c, "delete", "pod", rc, st);
 }
 
-/* Deletes every pod of cj that still holds resources (with its grace
- * period: a checkpointing job gets SIGTERM and its grace, DESIGN §5). */
+/* Deletes every pod of cj that still holds resources and is not being
+ * deleted (with its grace period: a checkpointing job gets SIGTERM and its
+ * grace, DESIGN §5). The lifecycle decides when (and when to resend). */
 static void delete_pods(struct ctl *c, struct cjob *cj)
 {
-  int64_t now = gq_clock_mono_ms();
-
-  if (cj->td_sent_ms && now - cj->td_sent_ms < REDELETE_MS)
-    return;
-  cj->td_sent_ms = now;
   for (size_t i = 0; i < cj->n_pods; i++) {
     const struct gq_pod *p = gq_informer_typed(c->inf_pods, cj->pods[i]);
+    struct gq_life_pod v;
     char path[700];
 
-    if (!p || !gq_pod_holds_resources(p) || p->meta.deletion_ms)
+    if (!p)
+      continue;
+    pod_view(p, 0, &v);
+    if (!gq_life_pod_deletable(&v))
       continue;
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", p->meta.ns,
              p->meta.name);
@@ -275,212 +267,19 @@ static void delete_pods(struct ctl *c, struct cjob *cj)
   }
 }
 
-static int holding(struct ctl *c, struct cjob *cj)
-{
-  int n = 0;
-
-  for (size_t i = 0; i < cj->n_pods; i++) {
-    const struct gq_pod *p = gq_informer_typed(c->inf_pods, cj->pods[i]);
-
-    n += p && gq_pod_holds_resources(p);
-  }
-  return n;
-}
-
-static const char *td_reason(enum cj_td td)
-{
-  switch (td) {
-  case TD_FAILED: return "ReplicaFailed";
-  case TD_MISS: return "PlacementMiss";
-  case TD_DISRUPTED: return "Disrupted";
-  case TD_STARTUP: return "StartupTimeout";
-  case TD_DEADLINE: return "DeadlineExceeded";
-  case TD_SUSPEND: return "Suspended";
-  case TD_DELETE: return "Deleting";
-  default: return "";
-  }
-}
-
 const char *jobs_td_record(enum cj_td td)
 {
-  return td == TD_FAILED || td == TD_STARTUP || td == TD_DEADLINE
-             ? td_reason(td)
-             : NULL;
+  return gq_life_td_record(td);
 }
 
-/* 1 when nothing of cj's teardown has to wait for its record: the kind
- * needs none, or the stored GpuJob (what a restarted controller reads)
- * shows it: reason, failedAttempts and attempts as cj has them. */
-static int td_recorded(struct ctl *c, const struct cjob *cj)
+/* ---- finishing and requeueing: Redis --------------------------------- */
+
+static void redis_requeue(struct ctl *c, struct cjob *cj)
 {
-  const char *r = jobs_td_record(cj->td);
-  const struct gq_gpujob *j;
-
-  if (!r || cj->state != CJ_TEARDOWN)
-    return 1;
-  j = ctl_job_obj(c, cj);
-  return j && j->status.reason && !strcmp(j->status.reason, r) &&
-         j->status.failures == cj->failures &&
-         j->status.attempts == cj->attempt;
-}
-
-/* Starts tearing cj's attempt down (td: why; why: a sentence). A failure
- * or startup timeout is counted here (status.failedAttempts), and for
- * those and a deadline the outcome is written first: no pod is deleted
- * and nothing released before the stored status shows it (td_recorded),
- * so a controller that dies at any point of the teardown finds either the
- * failed attempt's pods or the record, never neither (adopt()). */
-static void teardown(struct ctl *c, struct cjob *cj, enum cj_td td,
-                     const char *why)
-{
-  const struct gq_gpujob *j = ctl_job_spec(c, cj);
-
-  if (cj->state == CJ_TEARDOWN)
-    return;
-  cj->state = CJ_TEARDOWN;
-  cj->td = td;
-  cj->td_sent_ms = 0;
-  cj->running = 0;
-  if (td == TD_DISRUPTED) { /* evicted or deleted: its GPUs are still held */
-    cj->phase = GQ_PHASE_PREEMPTING;
-    status_set(cj, "Disrupted", "%s; requeued once its pods are gone", why);
-    disrupt_begin(c, cj, j);
-  } else if (td == TD_FAILED || td == TD_STARTUP) {
-    cj->failures++;
-    status_set(cj, td_reason(td), "attempt %lld: %s (failed attempts: "
-               "%lld, spec.backoffLimit %d); its pods are deleted, then it %s",
-               (long long)cj->attempt, why, (long long)cj->failures,
-               j ? j->backoff_limit : 0,
-               j && cj->failures > j->backoff_limit ? "fails"
-                                                    : "is requeued");
-  } else if (td == TD_DEADLINE) {
-    status_set(cj, td_reason(td), "attempt %lld: %s; its pods are deleted, "
-               "then it fails", (long long)cj->attempt, why);
-  }
-  GQ_LOG(GQ_INFO, &lc, "job %s attempt %lld: tearing down (%s): %s", cj->key,
-         (long long)cj->attempt, td_reason(td), why);
-  if (td != TD_DELETE)
-    status_event(c, cj, td == TD_SUSPEND ? "Normal" : "Warning", td_reason(td),
-                 "attempt %lld: %s", (long long)cj->attempt, why);
-  if (td_recorded(c, cj))
-    delete_pods(c, cj);
-  status_flush(c, cj);
-}
-
-void jobs_preempt(struct ctl *c, struct cjob *cj, struct cjob *by,
-                  const char *cause, const char *why)
-{
-  disrupt_cause(cj, cause, why);
-  cj->cause_grace_s = -1;
-  free(cj->preemptor);
-  cj->preemptor = by ? gq_xstrdup(by->uid) : NULL;
-  if (by)
-    by->victims_left++;
-  teardown(c, cj, TD_DISRUPTED, why);
-  status_flush(c, cj);
-}
-
-/* ---- finishing ------------------------------------------------------- */
-
-static void finish(struct ctl *c, struct cjob *cj, int failed,
-                   const char *reason, const char *msg)
-{
-  release(c, cj);
-  jobs_queue_del(c, cj);
-  cj->state = CJ_DONE;
-  cj->phase = failed ? GQ_PHASE_FAILED : GQ_PHASE_SUCCEEDED;
-  cj->running = 0;
-  cj->eta_ms = -1;
-  if (!cj->completion_ms)
-    cj->completion_ms = gq_clock_now_ms();
-  status_set(cj, reason, "%s", msg);
-  status_event(c, cj, failed ? "Warning" : "Normal", reason, "%s", msg);
-  if (cj->pdb)
-    disrupt_pdb(c, cj, 0);
-  if (*cj->cohort || ctl_quota(c, cj->team))
-    redis_remove(c, cj);
-}
-
-static void requeue(struct ctl *c, struct cjob *cj)
-{
-  const struct gq_gpujob *j = ctl_job_spec(c, cj);
-
-  release(c, cj);
-  free_nodes(cj);
-  cj->state = CJ_NEW;
-  cj->phase = GQ_PHASE_QUEUED;
-  cj->td = TD_NONE;
-  if (j && strcmp(j->team, cj->team)) {
-    /* spec.team was edited during the attempt (SpecChangeDeferred): it
-     * leaves the old team's queue, and the reconcile that follows queues
-     * it in the new team's, with its original queue time */
-    status_event(c, cj, "Normal", "Requeued", "attempt %lld: queued again "
-                 "in team '%s' (spec.team was edited)",
-                 (long long)cj->attempt, j->team);
-    redis_remove(c, cj); /* it was admitted: its keys exist */
-    return;
-  }
-  status_event(c, cj, "Normal", "Requeued", "attempt %lld: back in team "
-               "'%s''s queue at its original place", (long long)cj->attempt,
-               cj->team);
-  /* Redis: back at the original place (requeue keeps the queue time) */
+  /* back at the original place (requeue keeps the queue time) */
   ctl_write_begin(c);
   if (gq_queue_requeue(&c->q, cj->cohort, cj->team, cj->uid, redis_done, c))
     ctl_write_end(c);
-}
-
-/* The gang's pods are all gone or finished: decide what comes next. */
-static void teardown_done(struct ctl *c, struct cjob *cj,
-                          const struct gq_gpujob *j)
-{
-  char msg[256];
-  enum cj_td td = cj->td;
-
-  switch (td) {
-  case TD_FAILED:
-  case TD_STARTUP: /* counted by teardown() */
-    if (j && cj->failures > j->backoff_limit) {
-      snprintf(msg, sizeof(msg), "%lld failed attempts, more than "
-               "spec.backoffLimit %d", (long long)cj->failures,
-               j->backoff_limit);
-      finish(c, cj, 1, "BackoffLimitExceeded", msg);
-      return;
-    }
-    requeue(c, cj);
-    status_set(cj, "Requeued", "attempt %lld %s; %lld of %d failed "
-               "attempts allowed used", (long long)cj->attempt,
-               td == TD_FAILED ? "failed"
-                               : "was not all Running within "
-                                 "spec.startupTimeoutSeconds",
-               (long long)cj->failures, j ? j->backoff_limit : 0);
-    break;
-  case TD_MISS:
-    requeue(c, cj);
-    status_set(cj, "PlacementMiss", "attempt %lld could not run where gpuq "
-               "placed it; placing it again (not counted toward "
-               "backoffLimit)", (long long)cj->attempt);
-    break;
-  case TD_DISRUPTED:
-    cj->preemptions++;
-    requeue(c, cj);
-    disrupt_done(c, cj, j);
-    disrupt_victim_done(c, cj);
-    break;
-  case TD_DEADLINE:
-    snprintf(msg, sizeof(msg), "ran longer than spec.activeDeadlineSeconds "
-             "%lld", j ? (long long)j->active_deadline_s : 0LL);
-    finish(c, cj, 1, "DeadlineExceeded", msg);
-    return;
-  case TD_SUSPEND:
-    release(c, cj);
-    free_nodes(cj);
-    cj->td = TD_NONE;
-    cj->state = CJ_NEW; /* the reconcile below parks it as Suspended */
-    break;
-  default:
-    break;
-  }
-  jobs_reconcile(c, cj);
 }
 
 /* ---- creating the pods of an admitted attempt -------------------------- */
@@ -492,6 +291,8 @@ struct create_ctx {
   int64_t attempt;
 };
 
+/* A pod create was answered (ok: the pod exists and is this job's): the
+ * outcome goes into cj, and the next pass reconciles it. */
 static void created_one(struct ctl *c, struct create_ctx *x, int ok)
 {
   struct cjob *cj = ctl_job(c, x->uid);
@@ -501,15 +302,17 @@ static void created_one(struct ctl *c, struct create_ctx *x, int ok)
     gq_capacity_unassume(&c->cap, x->pod_key);
   if (cj && cj->attempt == x->attempt && cj->creates_left > 0) {
     cj->creates_left--;
-    if (!ok && cj->state == CJ_ACTIVE)
-      teardown(c, cj, TD_MISS, "a pod could not be created");
-    if (cj->creates_left == 0 && cj->state == CJ_ACTIVE) {
+    /* the first failure of an active attempt: a placement miss (the
+     * reconcile tears it down) */
+    if (!ok && cj->state == CJ_ACTIVE && !cj->create_miss)
+      cj->create_miss = GQ_LIFE_MISS_CREATE;
+    if (cj->creates_left == 0 && cj->state == CJ_ACTIVE && !cj->create_miss) {
       const char *l[] = {cj->team};
 
       gq_metric_observe(c->m_adm_latency, l,
                         (double)(gq_clock_mono_ms() - cj->pass_ms) / 1000.0);
     }
-    jobs_reconcile(c, cj);
+    ctl_mark(c, cj);
   }
   ctl_write_end(c);
   free(x->uid);
@@ -580,17 +383,19 @@ static void service_done(int rc, const struct gq_k8s_status *st,
 }
 
 /* Creates cj's Service (multi-replica) and pods on cj->nodes, assuming
- * each pod in the capacity snapshot until the pod informer shows it. */
+ * each pod in the capacity snapshot until the pod informer shows it. The
+ * lifecycle decides when (GQ_LIFE_CREATE_PODS) and says first what goes
+ * with it (a resume's event, drainPolicy Wait's budget). A replica whose
+ * node is gone is not created: cj->create_miss says so, and the reconcile
+ * its mark brings tears the attempt down. */
 void jobs_create_pods(struct ctl *c, struct cjob *cj)
 {
   static const struct gq_kclient_call how = {GQ_KPRIO_HIGH, 1, pod_sent};
   const struct gq_gpujob *j = ctl_job_spec(c, cj);
   char coll[400], name[GQ_POD_NAME_MAX + 1];
 
-  if (!j) {
-    teardown(c, cj, TD_DELETE, "the job is gone");
+  if (!j) /* gone or invalid: the reconcile that follows deals with it */
     return;
-  }
   snprintf(coll, sizeof(coll), "/api/v1/namespaces/%s/pods", cj->ns);
   if (cj->replicas > 1) {
     json_t *svc = gq_podspec_service(j);
@@ -603,9 +408,7 @@ void jobs_create_pods(struct ctl *c, struct cjob *cj)
     json_decref(svc);
   }
   cj->creates_left = cj->replicas;
-  disrupt_resume(c, cj);
-  if (j->drain == GQ_DRAIN_WAIT && !cj->pdb)
-    disrupt_pdb(c, cj, 1);
+  cj->create_miss = GQ_LIFE_MISS_NONE;
   for (int32_t r = 0; r < cj->replicas; r++) {
     const struct gq_node *n = gq_informer_typed(c->inf_nodes, cj->nodes[r]);
     struct create_ctx *x;
@@ -613,7 +416,8 @@ void jobs_create_pods(struct ctl *c, struct cjob *cj)
 
     if (!n) {
       cj->creates_left--;
-      teardown(c, cj, TD_MISS, "its node is gone");
+      if (!cj->create_miss)
+        cj->create_miss = GQ_LIFE_MISS_NODE;
       continue;
     }
     pod = gq_podspec_pod(j, cj->attempt, r, n, cj->ckpt);
@@ -637,241 +441,138 @@ void jobs_create_pods(struct ctl *c, struct cjob *cj)
       created_one(c, x, 0);
     json_decref(pod);
   }
+  if (cj->create_miss)
+    ctl_mark(c, cj);
 }
 
-/* ---- the reconcile ---------------------------------------------------- */
+/* ---- the lifecycle's views (decide/lifecycle.h) ------------------------ */
 
-/* An adopted gang still in phase Admitted with replicas missing: the
- * previous process may have died with their creates in flight. Creates
- * them again on the nodes status.nodes lists, under the same names (a
- * create still in flight then gets 409, and a pod that exists counts as
- * done), rather than tearing the attempt down and starting another while a
- * pod of this one may still land (invariant 5). Returns 0, or -1 when
- * status.nodes does not say where the replicas go. */
-static int resume_creates(struct ctl *c, struct cjob *cj,
-                          const struct gq_gpujob *j)
+/* The fields of cj the lifecycle owns (decide/lifecycle.h marks them W):
+ * read into its view and written back from the view it returns. */
+#define LIFE_OWNED(X)                                                      \
+  X(state) X(td) X(phase) X(attempt) X(failures) X(preemptions)            \
+  X(create_pending) X(running) X(adopted) X(preempted) X(edit_told)        \
+  X(queued_ms) X(admitted_ms) X(start_ms) X(first_start_ms)                \
+  X(completion_ms) X(eta_ms) X(td_sent_ms) X(td_ms) X(cordon_ms)           \
+  X(cause_grace_s)
+#define LIFE_IN(f) v->f = cj->f;
+#define LIFE_OUT(f) cj->f = v->f;
+
+/* The view of cj's record: what the lifecycle reads of it. */
+static void view_job(const struct cjob *cj, struct gq_life_job *v)
 {
-  char name[GQ_POD_NAME_MAX + 1], key[600];
-
-  if ((j->status.bad & GQ_ST_NODES) ||
-      (int32_t)j->status.n_nodes != j->replicas)
-    return -1;
-  free_nodes(cj);
-  cj->replicas = j->replicas;
-  cj->nodes = gq_xcalloc((size_t)j->replicas, sizeof(*cj->nodes));
-  for (int32_t r = 0; r < j->replicas; r++)
-    cj->nodes[r] = gq_xstrdup(j->status.nodes[r]);
-  cj->pass_ms = gq_clock_mono_ms();
-  jobs_assume(c, cj, j);
-  for (int32_t r = 0; r < j->replicas; r++) { /* those seen are counted */
-    gq_podspec_pod_name(j, cj->attempt, r, name, sizeof(name));
-    snprintf(key, sizeof(key), "%s/%s", cj->ns, name);
-    if (gq_informer_get(c->inf_pods, key))
-      gq_capacity_unassume(&c->cap, key);
-  }
-  GQ_LOG(GQ_INFO, &lc, "job %s attempt %lld: pods missing after a restart; "
-         "creating them again", cj->key, (long long)cj->attempt);
-  jobs_create_pods(c, cj);
-  return 0;
+  memset(v, 0, sizeof(*v));
+  LIFE_OWNED(LIFE_IN)
+  v->key = cj->key;
+  v->ns = cj->ns;
+  v->replicas = cj->replicas;
+  v->gpus = cj->gpus;
+  v->team = cj->team;
+  v->cohort = cj->cohort;
+  v->priority = cj->priority;
+  v->qprio = cj->qprio;
+  v->queued_team = cj->t ? cj->t->name : NULL;
+  v->has_adm = cj->has_adm;
+  v->has_nodes = cj->nodes != NULL;
+  v->creates_left = cj->creates_left;
+  v->create_miss = (enum gq_life_miss)cj->create_miss;
+  v->adm_event = cj->adm_event;
+  v->pdb = cj->pdb;
+  v->gone = cj->gone;
+  v->drain_wait = cj->drain_wait;
+  v->deadline_s = cj->deadline_s;
+  v->startup_s = cj->startup_s;
+  v->reason = cj->reason ? cj->reason : "";
+  v->ckpt = cj->ckpt;
+  v->ckpt_ms = cj->ckpt_ms;
+  v->ckpt_attempt = cj->ckpt_attempt;
+  v->cause = cj->cause;
+  v->cause_msg = cj->cause_msg;
 }
 
-static int phase_active(enum gq_job_phase ph)
+/* Writes back the fields of the view the lifecycle owns; the others change
+ * only through effects. */
+static void put_job(struct cjob *cj, const struct gq_life_job *v)
 {
-  return ph == GQ_PHASE_ADMITTED || ph == GQ_PHASE_RUNNING ||
-         ph == GQ_PHASE_PREEMPTING;
+  LIFE_OWNED(LIFE_OUT)
 }
 
-/* The teardown of attempt 'attempt' that j's status records, or TD_NONE
- * (also when the status is about an earlier attempt): phase Preempting is
- * a disruption's; reason ReplicaFailed, StartupTimeout or DeadlineExceeded
- * in phase Admitted or Running is teardown()'s record. */
-static enum cj_td teardown_in_status(const struct gq_gpujob *j,
-                                     int64_t attempt)
+static void view_quota(struct ctl *c, const char *team, const char *ns,
+                       struct gq_life_quota *v)
 {
-  static const enum cj_td kinds[] = {TD_FAILED, TD_STARTUP, TD_DEADLINE};
+  const struct gq_teamquota *q = ctl_quota(c, team);
 
-  if (j->status.attempts != attempt || !phase_active(j->status.phase))
-    return TD_NONE;
-  if (j->status.phase == GQ_PHASE_PREEMPTING)
-    return TD_DISRUPTED;
-  for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-    if (!strcmp(j->status.reason, jobs_td_record(kinds[i])))
-      return kinds[i];
-  return TD_NONE;
+  v->exists = q != NULL;
+  v->cohort = q && q->cohort ? q->cohort : "";
+  v->admits_ns = q && gq_teamquota_admits_namespace(q, ns);
 }
 
-/* Takes up, after a restart, the teardown a previous process recorded:
- * nothing is counted again (a failure was counted in the record). */
-static void resume_teardown(struct ctl *c, struct cjob *cj,
-                            const struct gq_gpujob *j, enum cj_td td)
+/* j's priority: its PriorityClass's value when it names one that exists
+ * (*found says whether it does). */
+static int32_t spec_priority(struct ctl *c, const struct gq_gpujob *j,
+                             int *found)
 {
-  char why[512];
+  const json_t *pc;
+  json_int_t v;
 
-  cj->state = CJ_TEARDOWN;
-  cj->td = td;
-  cj->td_sent_ms = 0;
-  cj->running = 0;
-  if (td == TD_DISRUPTED) {
-    disrupt_describe(c, cj, why, sizeof(why));
-    status_set(cj, "Disrupted", "%s; requeued once its pods are gone", why);
-    disrupt_begin(c, cj, j);
-  }
-  GQ_LOG(GQ_INFO, &lc, "job %s attempt %lld: taking up its teardown (%s) "
-         "after a restart", cj->key, (long long)cj->attempt, td_reason(td));
+  *found = 0;
+  if (!j->priority_class)
+    return j->priority;
+  pc = gq_informer_get(c->inf_pcs, j->priority_class);
+  if (!pc)
+    return j->priority;
+  *found = 1;
+  v = json_integer_value(json_object_get(pc, "value"));
+  return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
 }
 
-/* Fills cj from the job object after a (re)start: its status and pods say
- * where it stood (DESIGN §6: the objects are the truth). The status speaks
- * for attempt status.attempts; pods of a later attempt mean it is stale
- * (that attempt was admitted, its status not written yet). A teardown the
- * status records is taken up where it stood; a replica of the attempt
- * that failed while the status still shows it admitted is a failure not
- * yet counted (the reconcile tears the gang down and counts it). */
-static void adopt(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
+static void view_status(const struct gq_gpujob_status *st,
+                        struct gq_life_spec *s)
 {
-  struct podcount pc;
-  int64_t seen = cj->queued_ms; /* arrival stamp (ctl.c job_for), or 0 */
-  enum cj_td rec;
+  s->st_phase = st->phase;
+  s->st_reason = st->reason;
+  s->st_message = st->message;
+  s->st_attempts = st->attempts;
+  s->st_failures = st->failures;
+  s->st_preemptions = st->preemptions;
+  s->st_queued_ms = st->queued_ms;
+  s->st_admitted_ms = st->admitted_ms;
+  s->st_start_ms = st->start_ms;
+  s->st_completion_ms = st->completion_ms;
+  s->st_checkpoint = st->checkpoint;
+  s->st_checkpoint_ms = st->checkpoint_ms;
+  s->st_n_nodes = st->n_nodes;
+  s->st_nodes_bad = (st->bad & GQ_ST_NODES) != 0;
+}
 
-  cj->queued_ms = j->status.queued_ms ? j->status.queued_ms
-                                      : j->meta.creation_ms;
-  /* creationTimestamp has whole seconds: within its second, the order the
-   * jobs arrived in (their creation order) decides, not their uids */
-  if (!j->status.queued_ms && cj->queued_ms > 0 && seen > 0)
-    cj->queued_ms = seen < cj->queued_ms         ? cj->queued_ms
-                    : seen > cj->queued_ms + 999 ? cj->queued_ms + 999
-                                                 : seen;
-  if (!cj->queued_ms)
-    cj->queued_ms = gq_clock_now_ms();
-  cj->admitted_ms = j->status.admitted_ms;
-  cj->start_ms = j->status.start_ms;
-  cj->first_start_ms = j->status.start_ms;
-  cj->completion_ms = j->status.completion_ms;
-  /* a finished or admitted job's reason stays (a status write compares
-   * with it); a queued one's is the reconcile's and the pass's again */
-  if (gq_job_phase_final(j->status.phase) || phase_active(j->status.phase))
-    status_set(cj, ctl_intern(c, j->status.reason), "%s",
-               j->status.message ? j->status.message : "");
-  cj->attempt = j->status.attempts;
-  cj->failures = j->status.failures;
-  cj->preemptions = j->status.preemptions;
-  cj->phase = j->status.phase;
-  if (j->status.checkpoint && !cj->ckpt) {
-    cj->ckpt = gq_xstrdup(j->status.checkpoint);
-    cj->ckpt_ms = j->status.checkpoint_ms;
-  }
-  cj->preempted = j->status.phase == GQ_PHASE_PREEMPTING;
-  count_pods(c, cj, &pc);
-  if (pc.max_attempt > cj->attempt) {
-    cj->attempt = pc.max_attempt;
-    count_pods(c, cj, &pc);
-  }
-  if (gq_job_phase_final(j->status.phase)) {
-    cj->state = CJ_DONE;
-    if (pc.hold) /* finished, but pods linger: clean them up */
-      delete_pods(c, cj);
+/* The view of the stored GpuJob obj of cj (NULL: gone). */
+static void view_spec(struct ctl *c, const struct cjob *cj,
+                      const struct gq_gpujob *obj, struct gq_life_spec *s)
+{
+  memset(s, 0, sizeof(*s));
+  if (!obj)
     return;
-  }
-  rec = teardown_in_status(j, cj->attempt);
-  if (pc.present > 0 &&
-      (pc.hold > 0 || pc.succeeded > 0 ||
-       (pc.failed > 0 && (j->status.attempts != cj->attempt ||
-                          phase_active(j->status.phase))))) {
-    /* its pods hold GPUs, or ended unrecorded: it stays admitted (or is
-     * torn down below) */
-    const struct gq_teamquota *q = ctl_quota(c, j->team);
-
-    ctl_active(c, cj);
-    cj->flavor = ctl_intern(c, pc.flavor ? pc.flavor : "");
-    cj->replicas = j->replicas;
-    cj->running = pc.running > 0 && pc.running + pc.succeeded == cj->replicas;
-    /* it holds an admission: count it in its team's use, so that quota
-     * holds after a restart, the rebuild writes it to the ledger and its
-     * end releases it (refresh() runs after this, too late for that) */
-    cj->team = ctl_intern(c, j->team);
-    cj->cohort = ctl_intern(c, q && q->cohort ? q->cohort : "");
-    cj->gpus = j->gpus;
-    jobs_use(c, cj, 1);
-    if (rec != TD_NONE)
-      resume_teardown(c, cj, j, rec);
-    else if (j->status.phase == GQ_PHASE_ADMITTED &&
-             pc.present < cj->replicas && !pc.failed && !pc.miss &&
-             !pc.disrupted)
-      resume_creates(c, cj, j);
+  s->exists = 1;
+  s->deletion_ms = obj->meta.deletion_ms;
+  s->invalid = obj->invalid;
+  s->creation_ms = obj->meta.creation_ms;
+  view_status(&obj->status, s);
+  if (obj->invalid)
     return;
-  }
-  if (rec != TD_NONE) { /* recorded, and its pods are gone: it ends now */
-    resume_teardown(c, cj, j, rec);
-    return;
-  }
-  if (pc.other_hold) { /* an older generation still terminating */
-    cj->state = CJ_TEARDOWN;
-    cj->td = TD_DISRUPTED;
-  }
-}
-
-/* 1 while cj holds an admission (from the decision on: jobs_use) or the
- * node array of its last attempt. Its team's use, its ledger record (team,
- * GPUs), that array (cj->replicas entries) and its pods were made with
- * cj->team, cj->gpus and cj->replicas, so an edit of spec.team,
- * gpusPerReplica or replicas waits for the next attempt, as Kubernetes
- * keeps a running Job's pod template and Kueue an admitted Workload's pod
- * sets as they were. */
-static int attempt_pinned(const struct cjob *cj)
-{
-  return cj->has_adm || cj->nodes;
-}
-
-/* Takes the spec's values into cj (on every reconcile); those an attempt
- * was admitted with stay while it runs (attempt_pinned), and the edit is
- * told once per attempt by a SpecChangeDeferred event. */
-static void refresh(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
-{
-  const struct gq_teamquota *q;
-
-  if (!attempt_pinned(cj)) {
-    if (cj->t) /* queued: its team's pending GPUs follow the edit */
-      cj->t->pending_gpus += j->gpus - cj->gpus;
-    cj->team = ctl_intern(c, j->team);
-    cj->gpus = j->gpus;
-    cj->replicas = j->replicas;
-    cj->edit_told = 0;
-  } else if (!cj->edit_told && cj->state != CJ_DONE &&
-             (strcmp(cj->team, j->team) || cj->gpus != j->gpus ||
-              cj->replicas != j->replicas)) {
-    cj->edit_told = 1;
-    status_event(c, cj, "Warning", "SpecChangeDeferred",
-                 "attempt %lld keeps what it was admitted with (team %s, "
-                 "%d x %lld GPUs); the edited spec (team %s, %d x %lld GPUs) "
-                 "applies when the job is queued again",
-                 (long long)cj->attempt, cj->team, cj->replicas,
-                 (long long)(cj->replicas ? cj->gpus / cj->replicas : 0),
-                 j->team, j->replicas, (long long)j->gpus_per_replica);
-  }
-  cj->expected_s = j->expected_duration_s;
-  cj->deadline_s = j->active_deadline_s;
-  cj->startup_s = j->startup_timeout_s;
-  cj->drain_wait = j->drain == GQ_DRAIN_WAIT;
-  cj->priority = j->priority;
-  if (j->priority_class) {
-    const json_t *pc = gq_informer_get(c->inf_pcs, j->priority_class);
-    json_int_t v = json_integer_value(json_object_get(pc, "value"));
-
-    if (pc)
-      cj->priority = v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN
-                                                               : (int32_t)v;
-  }
-  if (cj->has_adm && cj->adm_prio != cj->priority) {
-    /* counted at the priority it now has (jobs_use's count per priority) */
-    struct cteam *t = ctl_team(c, cj->team);
-
-    store_prio_count(t, cj->adm_prio, -1);
-    store_prio_count(t, cj->adm_prio = cj->priority, +1);
-  }
-  q = ctl_quota(c, cj->team);
-  if (q && cj->state != CJ_QUEUED && !cj->has_adm)
-    cj->cohort = ctl_intern(c, q->cohort ? q->cohort : "");
-  cj->shape = j->shape; /* what placement looks at (gq_gpujob_decode) */
+  s->team = obj->team;
+  s->replicas = obj->replicas;
+  s->gpus = obj->gpus;
+  s->gpus_per_replica = obj->gpus_per_replica;
+  s->priority = spec_priority(c, obj, &s->pc_found);
+  s->priority_class = obj->priority_class;
+  s->suspend = obj->suspend;
+  s->backoff_limit = obj->backoff_limit;
+  s->deadline_s = obj->active_deadline_s;
+  s->startup_s = obj->startup_timeout_s;
+  s->drain = obj->drain;
+  s->has_checkpoint = obj->has_checkpoint;
+  s->grace_s = obj->grace_s;
+  view_quota(c, obj->team, cj->ns, &s->q_spec);
 }
 
 static void list_teams(struct ctl *c, char *buf, size_t len)
@@ -898,200 +599,343 @@ static void list_teams(struct ctl *c, char *buf, size_t len)
 static int pods_seen(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
 {
   char name[GQ_POD_NAME_MAX + 1], key[600];
-  struct gq_cap_assumed *a;
   int n = 0;
 
   for (int32_t r = 0; r < cj->replicas; r++) {
     gq_podspec_pod_name(j, cj->attempt, r, name, sizeof(name));
     snprintf(key, sizeof(key), "%s/%s", cj->ns, name);
-    HASH_FIND_STR(c->cap.assumed, key, a);
-    n += a || gq_informer_get(c->inf_pods, key);
+    n += gq_capacity_is_assumed(&c->cap, key) ||
+         gq_informer_get(c->inf_pods, key) != NULL;
   }
   return n;
 }
 
-static void reconcile_active(struct ctl *c, struct cjob *cj,
-                             const struct gq_gpujob *j)
+/* Everything a transition of cj reads; borrowed from the store and the
+ * informers until view_release(). */
+struct view {
+  struct gq_life_in in;
+  struct gq_life_spec spec;
+  struct gq_life_pod *pods; /* owned */
+  char teams[512];
+};
+
+static void view_pods(struct ctl *c, const struct cjob *cj, struct view *v)
 {
-  struct podcount pc;
+  size_t n = 0;
 
-  count_pods(c, cj, &pc);
-  if (cj->state == CJ_TEARDOWN) {
-    if (!td_recorded(c, cj))
-      return; /* its status write (jobs_reconcile flushes it) comes first */
-    if (holding(c, cj) == 0 && cj->creates_left == 0)
-      teardown_done(c, cj, j);
-    else
-      delete_pods(c, cj);
-    return;
-  }
-  if (j->suspend) {
-    teardown(c, cj, TD_SUSPEND, "spec.suspend is true");
-    return;
-  }
-  if (pc.miss) {
-    teardown(c, cj, TD_MISS, "a pinned pod was not schedulable or was "
-             "rejected by its kubelet");
-    return;
-  }
-  if (pc.failed) {
-    teardown(c, cj, TD_FAILED, "a replica failed");
-    return;
-  }
-  if (pc.disrupted || (cj->creates_left == 0 &&
-                       pods_seen(c, cj, j) < cj->replicas &&
-                       pc.succeeded < cj->replicas)) {
-    char why[512];
+  v->pods = cj->n_pods ? gq_xcalloc(cj->n_pods, sizeof(*v->pods)) : NULL;
+  for (size_t i = 0; i < cj->n_pods; i++) {
+    const struct gq_pod *p = gq_informer_typed(c->inf_pods, cj->pods[i]);
 
-    disrupt_describe(c, cj, why, sizeof(why));
-    teardown(c, cj, TD_DISRUPTED, why);
-    return;
+    if (p)
+      pod_view(p, !cj->adopted, &v->pods[n++]);
   }
-  if (cj->creates_left > 0)
-    return;
-  if (pc.succeeded == cj->replicas) {
-    char msg[128];
-
-    snprintf(msg, sizeof(msg), "all %d replicas succeeded", cj->replicas);
-    finish(c, cj, 0, "Succeeded", msg);
-    return;
-  }
-  if (pc.running > 0 && pc.running + pc.succeeded == cj->replicas &&
-      !cj->running) {
-    cj->running = 1;
-    cj->phase = GQ_PHASE_RUNNING;
-    if (!cj->start_ms)
-      cj->start_ms = gq_clock_now_ms();
-    if (!cj->first_start_ms)
-      cj->first_start_ms = cj->start_ms;
-    status_set(cj, "Running", "all %d replicas running", cj->replicas);
-    status_event(c, cj, "Normal", "Running", "all %d replicas running",
-                 cj->replicas);
-  }
+  v->in.pods = v->pods;
+  v->in.n_pods = n;
 }
 
-void jobs_reconcile(struct ctl *c, struct cjob *cj)
+static void view_build(struct ctl *c, struct cjob *cj, struct view *v)
 {
   const struct gq_gpujob *obj = ctl_job_obj(c, cj);
   const struct gq_gpujob *j = obj && !obj->invalid ? obj : NULL;
-  const struct gq_teamquota *q;
-  char err[GQ_DEC_MSG_MAX], teams[512];
+  struct gq_life_job *vj = &v->in.job;
 
-  if (!obj || obj->meta.deletion_ms) {
-    /* being deleted, or gone: its pods go, then its GPUs and its keys */
-    jobs_queue_del(c, cj);
-    if (holding(c, cj) > 0 || cj->creates_left > 0) {
-      if (cj->state != CJ_TEARDOWN || cj->td != TD_DELETE)
-        cj->td_sent_ms = 0; /* not the last attempt's: send them now */
-      cj->state = CJ_TEARDOWN;
-      cj->td = TD_DELETE;
-      delete_pods(c, cj);
-      return;
-    }
-    if (cj->state == CJ_ADMITTING) {
-      /* gone before Redis answered its admit: what was assumed for its
-       * pods goes now, and the reply (admit.c) finds it done */
-      jobs_unassume(c, cj, j);
-      cj->state = CJ_DONE;
-    }
-    release(c, cj);
-    if (*cj->team && ctl_quota(c, cj->team))
-      redis_remove(c, cj);
-    if (obj)
-      status_finalizer(c, cj, obj, 0);
-    else {
+  memset(&v->in, 0, sizeof(v->in));
+  view_job(cj, vj);
+  view_quota(c, cj->team, cj->ns, &vj->q);
+  view_spec(c, cj, obj, &v->spec);
+  v->in.spec = &v->spec;
+  /* the teams there are, for an UnknownTeam message: only when the team
+   * the job is to queue in has no TeamQuota */
+  if (j && !(gq_life_pinned(vj) ? vj->q.exists : v->spec.q_spec.exists)) {
+    list_teams(c, v->teams, sizeof(v->teams));
+    v->spec.teams = v->teams;
+  }
+  view_pods(c, cj, v);
+  if (j && cj->state == CJ_ACTIVE && cj->creates_left == 0)
+    v->in.seen = pods_seen(c, cj, j);
+  v->in.drain_wait_s = c->o.drain_wait_s;
+  v->in.now_ms = gq_clock_now_ms();
+  v->in.mono_ms = gq_clock_mono_ms();
+}
+
+static void view_release(struct view *v)
+{
+  free(v->pods);
+  v->pods = NULL;
+}
+
+/* ---- applying the lifecycle's effects ---------------------------------- */
+
+/* The spec's team, GPUs and replicas (no attempt is pinned to cj's). */
+static void take_spec(struct ctl *c, struct cjob *cj)
+{
+  const struct gq_gpujob *j = ctl_job_spec(c, cj);
+
+  if (!j)
+    return;
+  if (cj->t) /* queued: its team's pending GPUs follow the edit */
+    cj->t->pending_gpus += j->gpus - cj->gpus;
+  cj->team = ctl_intern(c, j->team);
+  cj->gpus = j->gpus;
+  cj->replicas = j->replicas;
+}
+
+/* The other values cj caches from its spec (the tick and the pass read
+ * them, not the object); cohort: the one of its team's TeamQuota, when
+ * the lifecycle says it follows it now (NULL: it stays). */
+static void refresh(struct ctl *c, struct cjob *cj, const char *cohort)
+{
+  const struct gq_gpujob *j = ctl_job_spec(c, cj);
+  int found;
+
+  if (!j)
+    return;
+  cj->expected_s = j->expected_duration_s;
+  cj->deadline_s = j->active_deadline_s;
+  cj->startup_s = j->startup_timeout_s;
+  cj->drain_wait = j->drain == GQ_DRAIN_WAIT;
+  cj->priority = spec_priority(c, j, &found);
+  if (cj->has_adm && cj->adm_prio != cj->priority) {
+    /* counted at the priority it now has (jobs_use's count per priority) */
+    struct cteam *t = ctl_team(c, cj->team);
+
+    store_prio_count(t, cj->adm_prio, -1);
+    store_prio_count(t, cj->adm_prio = cj->priority, +1);
+  }
+  if (cohort)
+    cj->cohort = ctl_intern(c, cohort);
+  cj->shape = j->shape; /* what placement looks at (gq_gpujob_decode) */
+}
+
+/* An adopted attempt holds an admission of flavor (ledger key): counted in
+ * its team's use, so that quota holds after a restart, the rebuild writes
+ * it to the ledger and its end releases it. */
+static void adopt_use(struct ctl *c, struct cjob *cj, const char *flavor)
+{
+  const struct gq_gpujob *j = ctl_job_spec(c, cj);
+  const struct gq_teamquota *q;
+
+  if (!j)
+    return;
+  q = ctl_quota(c, j->team);
+  cj->flavor = ctl_intern(c, flavor);
+  cj->replicas = j->replicas;
+  cj->team = ctl_intern(c, j->team);
+  cj->cohort = ctl_intern(c, q && q->cohort ? q->cohort : "");
+  cj->gpus = j->gpus;
+  jobs_use(c, cj, 1);
+}
+
+/* An adopted attempt's pods go where status.nodes says (the lifecycle
+ * checked it names every replica's node): its node array, and its pods
+ * not seen yet assumed there until they are created again. */
+static void resume_nodes(struct ctl *c, struct cjob *cj)
+{
+  const struct gq_gpujob *j = ctl_job_spec(c, cj);
+  char name[GQ_POD_NAME_MAX + 1], key[600];
+
+  if (!j)
+    return;
+  free_nodes(cj);
+  cj->replicas = j->replicas;
+  cj->nodes = gq_xcalloc((size_t)j->replicas, sizeof(*cj->nodes));
+  for (int32_t r = 0; r < j->replicas; r++)
+    cj->nodes[r] = gq_xstrdup(j->status.nodes[r]);
+  cj->pass_ms = gq_clock_mono_ms();
+  jobs_assume(c, cj, j);
+  for (int32_t r = 0; r < j->replicas; r++) { /* those seen are counted */
+    gq_podspec_pod_name(j, cj->attempt, r, name, sizeof(name));
+    snprintf(key, sizeof(key), "%s/%s", cj->ns, name);
+    if (gq_informer_get(c->inf_pods, key))
+      gq_capacity_unassume(&c->cap, key);
+  }
+}
+
+/* The effects on the store, the queues and Redis. */
+static int act_store(struct ctl *c, struct cjob *cj,
+                     const struct gq_life_eff *e)
+{
+  switch (e->kind) {
+  case GQ_LIFE_RELEASE: release(c, cj); break;
+  case GQ_LIFE_QUEUE_ADD: jobs_queue_add(c, cj); break;
+  case GQ_LIFE_QUEUE_DEL: jobs_queue_del(c, cj); break;
+  case GQ_LIFE_REDIS_REMOVE: redis_remove(c, cj); break;
+  case GQ_LIFE_REDIS_REQUEUE: redis_requeue(c, cj); break;
+  case GQ_LIFE_FREE_NODES: free_nodes(cj); break;
+  case GQ_LIFE_UNASSUME: jobs_unassume(c, cj, ctl_job_spec(c, cj)); break;
+  case GQ_LIFE_ACTIVE: ctl_active(c, cj); break;
+  case GQ_LIFE_ADOPT_USE: adopt_use(c, cj, e->str); break;
+  case GQ_LIFE_RESUME_NODES: resume_nodes(c, cj); break;
+  case GQ_LIFE_TAKE_SPEC: take_spec(c, cj); break;
+  case GQ_LIFE_REFRESH: refresh(c, cj, e->str); break;
+  case GQ_LIFE_DRAIN_LIST:
+    if (e->a)
+      disrupt_list(c, cj);
+    else
+      disrupt_unlist(c, cj);
+    break;
+  case GQ_LIFE_VICTIM_DONE: disrupt_victim_done(c, cj); break;
+  default: return 0;
+  }
+  return 1;
+}
+
+/* The effects on the API server (pods, finalizer, budget), the status,
+ * events, logs and metrics. */
+static void act_api(struct ctl *c, struct cjob *cj,
+                    const struct gq_life_eff *e)
+{
+  const struct gq_gpujob *obj;
+
+  switch (e->kind) {
+  case GQ_LIFE_LOG: GQ_LOG(GQ_INFO, &lc, "%s", e->msg); break;
+  case GQ_LIFE_EVENT:
+    status_event(c, cj, e->type, e->reason, "%s", e->msg);
+    break;
+  case GQ_LIFE_STATUS:
+    status_set(cj, e->reason ? e->reason : ctl_intern(c, e->str), "%s",
+               e->msg);
+    break;
+  case GQ_LIFE_DELETE_PODS: delete_pods(c, cj); break;
+  case GQ_LIFE_FINALIZER:
+    if ((obj = ctl_job_obj(c, cj)))
+      status_finalizer(c, cj, obj, (int)e->a);
+    break;
+  case GQ_LIFE_PDB: disrupt_pdb(c, cj, (int)e->a); break;
+  case GQ_LIFE_CREATE_PODS: jobs_create_pods(c, cj); break;
+  case GQ_LIFE_CAUSE: disrupt_cause(cj, e->str, e->msg); break;
+  case GQ_LIFE_CKPT: disrupt_ckpt(cj, e->str, e->a, e->b); break;
+  default: disrupt_count(c, cj, e); break; /* the metrics */
+  }
+}
+
+/* Applies what the lifecycle decided for cj: its view back into cj (before
+ * the acts, which read it, and after them: ctl_active() and
+ * jobs_queue_add() set the state too, the view's is the one), then the
+ * effects in order. The caller sends the status write (o->flush) once the
+ * whole change is applied. Returns 1 if cj was freed. */
+static int apply(struct ctl *c, struct cjob *cj, const struct gq_life_out *o)
+{
+  put_job(cj, &o->job);
+  for (size_t i = 0; i < o->n; i++) {
+    if (o->eff[i].kind == GQ_LIFE_FORGET) { /* the object is gone */
       HASH_DEL(c->jobs, cj);
       jobs_forget(c, cj);
+      return 1;
     }
-    return;
+    if (!act_store(c, cj, &o->eff[i]))
+      act_api(c, cj, &o->eff[i]);
   }
-  if (!cj->adopted && j) {
-    cj->adopted = 1;
-    adopt(c, cj, j);
+  put_job(cj, &o->job);
+  if (!cj->create_pending && cj->adm_event) { /* told, or never will be */
+    free(cj->adm_event);
+    cj->adm_event = NULL;
   }
-  if (!j) { /* invalid: Failed with the decoder's message (never dropped) */
-    if (cj->state == CJ_DONE)
-      return;
-    cj->state = CJ_DONE;
-    cj->phase = GQ_PHASE_FAILED;
-    status_set(cj, "InvalidSpec", "%s", obj->invalid);
-    status_event(c, cj, "Warning", "InvalidSpec", "%s", obj->invalid);
-    status_flush(c, cj);
-    return;
-  }
-  refresh(c, cj, j);
-  if (cj->state == CJ_DONE) {
-    status_flush(c, cj);
-    return;
-  }
-  if (cj->state == CJ_ACTIVE || cj->state == CJ_TEARDOWN) {
-    if (cj->state == CJ_ACTIVE) /* its add at admission may have failed */
-      status_finalizer(c, cj, obj, 1);
-    reconcile_active(c, cj, j);
-    status_flush(c, cj);
-    return;
-  }
-  if (cj->state == CJ_ADMITTING) /* the admit reply decides */
-    return;
-  if (j->priority_class && !gq_informer_get(c->inf_pcs, j->priority_class)) {
-    snprintf(err, sizeof(err), "spec.priorityClassName: no PriorityClass "
-             "named '%s'", j->priority_class);
-    finish(c, cj, 1, "UnknownPriorityClass", err);
-    status_flush(c, cj);
-    return;
-  }
-  q = ctl_quota(c, cj->team);
-  if (!q) {
-    if (cj->t) {
-      jobs_queue_del(c, cj);
-      redis_remove(c, cj);
-    }
-    list_teams(c, teams, sizeof(teams));
-    cj->state = CJ_WAITING;
-    cj->phase = GQ_PHASE_QUEUED;
-    status_set(cj, "UnknownTeam", "spec.team: no TeamQuota named '%s'; "
-               "teams that exist: %s", cj->team, teams);
-  } else if (!gq_teamquota_admits_namespace(q, cj->ns)) {
-    snprintf(err, sizeof(err), "namespace '%s' may not use team '%s' "
-             "(TeamQuota spec.namespaces does not list it)", cj->ns, cj->team);
-    if (cj->t)
-      jobs_queue_del(c, cj);
-    finish(c, cj, 1, "Forbidden", err);
-  } else if (j->suspend) {
-    if (cj->t) {
-      jobs_queue_del(c, cj);
-      redis_remove(c, cj);
-    }
-    cj->state = CJ_WAITING;
-    cj->phase = GQ_PHASE_SUSPENDED;
-    status_set(cj, "Suspended", "spec.suspend is true");
-  } else {
-    if (cj->t && (cj->t != ctl_team(c, cj->team) || cj->priority != cj->qprio ||
-                  strcmp(cj->cohort, q->cohort ? q->cohort : ""))) {
-      /* its place changed (priority, team or cohort): queue it again */
-      jobs_queue_del(c, cj);
-      redis_remove(c, cj);
-    }
-    if (!cj->t) {
-      int first = cj->phase != GQ_PHASE_QUEUED;
+  return 0;
+}
 
-      jobs_queue_add(c, cj);
-      cj->phase = GQ_PHASE_QUEUED;
-      if (!*cj->reason || !strcmp(cj->reason, "UnknownTeam") ||
-          !strcmp(cj->reason, "Suspended"))
-        status_set(cj, "Queued", "waiting in team '%s''s queue", cj->team);
-      /* a job requeued after running gets an event; a new one does not:
-       * 100k submissions must not make 100k events (its status says it) */
-      if (first && cj->attempt > 0)
-        status_event(c, cj, "Normal", "Requeued", "back in team '%s''s "
-                     "queue at its original place", cj->team);
-    }
-    /* a queued job's status is written by the pass (the first positions
-     * of its team) or by the background sweep, not here: coalesced */
-    if (cj->state == CJ_QUEUED)
+/* Applies o (apply()) and sends cj's status difference if o asks for it. */
+static void apply_flush(struct ctl *c, struct cjob *cj,
+                        const struct gq_life_out *o)
+{
+  if (!apply(c, cj, o) && o->flush)
+    status_flush(c, cj);
+}
+
+/* ---- the reconcile ---------------------------------------------------- */
+
+void jobs_reconcile(struct ctl *c, struct cjob *cj)
+{
+  struct gq_life_out o;
+  struct view v;
+  int gone, flush = 0;
+
+  for (int step = 0; step < RECONCILE_STEPS; step++) {
+    view_build(c, cj, &v);
+    gq_life_reconcile(&v.in, &o);
+    gone = apply(c, cj, &o);
+    view_release(&v);
+    if (gone)
       return;
+    flush |= o.flush;
+    if (!o.again) {
+      if (flush) /* one write, of where the steps took it */
+        status_flush(c, cj);
+      return;
+    }
   }
-  status_flush(c, cj);
+  GQ_LOG(GQ_WARN, &lc, "job %s: still changing after %d reconcile steps",
+         cj->key, RECONCILE_STEPS);
+  if (flush)
+    status_flush(c, cj);
+}
+
+/* Begins the teardown td of cj (why: a sentence), with its pods in view. */
+static void jobs_teardown(struct ctl *c, struct cjob *cj, enum cj_td td,
+                          const char *why)
+{
+  struct gq_life_out o;
+  struct view v;
+
+  view_build(c, cj, &v);
+  gq_life_teardown(&v.in, td, why, &o);
+  apply_flush(c, cj, &o);
+  view_release(&v);
+}
+
+void jobs_preempt(struct ctl *c, struct cjob *cj, struct cjob *by,
+                  const char *cause, const char *why)
+{
+  struct gq_life_out o;
+  struct view v;
+
+  free(cj->preemptor);
+  cj->preemptor = by ? gq_xstrdup(by->uid) : NULL;
+  if (by)
+    by->victims_left++;
+  view_build(c, cj, &v);
+  gq_life_preempt(&v.in, cause, why, &o);
+  apply_flush(c, cj, &o);
+  view_release(&v);
+}
+
+/* The first node of cj's attempt that is cordoned, or NULL (borrowed). */
+static const char *cordoned(struct ctl *c, const struct cjob *cj)
+{
+  for (int32_t r = 0; cj->nodes && r < cj->replicas; r++) {
+    const struct gq_node *n = gq_informer_typed(c->inf_nodes, cj->nodes[r]);
+
+    if (n && n->unschedulable)
+      return cj->nodes[r];
+  }
+  return NULL;
+}
+
+/* One admitted job's deadlines. The spec is looked up only for a job with
+ * drainPolicy Wait (its maximum wait needs it); for every other job the
+ * tick uses the values refresh() cached. */
+static void tick_one(struct ctl *c, struct cjob *cj, int64_t now_ms,
+                     int64_t *next_ms)
+{
+  const struct gq_gpujob *j = cj->drain_wait ? ctl_job_spec(c, cj) : NULL;
+  struct gq_life_spec spec;
+  struct gq_life_in in = {0};
+  struct gq_life_out o;
+
+  view_job(cj, &in.job);
+  view_spec(c, cj, j, &spec);
+  in.spec = &spec;
+  in.cordoned = j && cj->running ? cordoned(c, cj) : NULL;
+  in.drain_wait_s = c->o.drain_wait_s;
+  in.now_ms = now_ms;
+  in.mono_ms = gq_clock_mono_ms();
+  gq_life_tick(&in, &o, next_ms);
+  apply_flush(c, cj, &o);
+  if (o.due == TD_DISRUPTED)
+    jobs_preempt(c, cj, NULL, o.due_cause, o.due_why);
+  else if (o.due != TD_NONE)
+    jobs_teardown(c, cj, o.due, o.due_why);
 }
 
 /* Active deadlines and startup timeouts (virtual time, DESIGN §5). */
@@ -1099,7 +943,6 @@ void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms)
 {
   struct cjob *cj, *tmp;
   struct cteam *t, *tt;
-  const struct gq_gpujob *j;
   int64_t dt = c->tick_ms && now_ms > c->tick_ms ? now_ms - c->tick_ms : 0;
 
   c->tick_ms = now_ms;
@@ -1115,42 +958,12 @@ void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms)
         gq_metric_add(c->m_gpu_seconds, l,
                       (double)(t->use[i].gpus * dt) / 1000.0);
     }
-  /* the admitted jobs only (c->active); the limits come from the values
-   * refresh() cached, not a lookup of every job's object */
+  /* the admitted jobs only (c->active), not every job the controller knows */
   DL_FOREACH_SAFE2(c->active, cj, tmp, act_next) {
-    int64_t at;
-
     if (cj->state != CJ_ACTIVE) {
       ctl_active_del(c, cj); /* left CJ_ACTIVE since it was added */
       continue;
     }
-    if (cj->gone)
-      continue;
-    /* drainPolicy Wait's maximum wait needs the spec: looked up for
-     * those jobs only */
-    if (!cj->drain_wait)
-      cj->cordon_ms = 0;
-    else if (!(j = ctl_job_spec(c, cj)) ||
-             disrupt_wait_tick(c, cj, j, now_ms, next_ms))
-      continue;
-    if (cj->deadline_s >= 0 && cj->first_start_ms) {
-      at = cj->first_start_ms + cj->deadline_s * 1000;
-      if (at <= now_ms) {
-        teardown(c, cj, TD_DEADLINE, "spec.activeDeadlineSeconds passed");
-        continue;
-      }
-      if (*next_ms < 0 || at < *next_ms)
-        *next_ms = at;
-    }
-    if (cj->startup_s >= 0 && !cj->running && cj->admitted_ms) {
-      at = cj->admitted_ms + cj->startup_s * 1000;
-      if (at <= now_ms) {
-        teardown(c, cj, TD_STARTUP, "replicas not all Running within "
-                 "spec.startupTimeoutSeconds");
-        continue;
-      }
-      if (*next_ms < 0 || at < *next_ms)
-        *next_ms = at;
-    }
+    tick_one(c, cj, now_ms, next_ms);
   }
 }
