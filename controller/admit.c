@@ -407,22 +407,6 @@ static void use_add(struct cohort_pass *cp, size_t team, const char *key,
 
 #define PREEMPT_RETRY_MS 2000 /* a fruitless victim search waits (real ms) */
 
-void admit_unreserve(struct ctl *c, struct cjob *cj)
-{
-  size_t i;
-
-  if (!cj->resv_nodes)
-    return;
-  for (char **n = cj->resv_nodes; *n; n++)
-    free(*n);
-  free(cj->resv_nodes);
-  cj->resv_nodes = NULL;
-  for (i = 0; i < c->n_preemptors && c->preemptors[i] != cj; i++)
-    ;
-  if (i < c->n_preemptors)
-    c->preemptors[i] = c->preemptors[--c->n_preemptors];
-}
-
 /* At the start of a pass: the GPUs reserved for each preemptor still
  * waiting are committed, so that nobody else (its victims included) takes
  * the hole its victims leave (no thrashing); they stay reserved until it
@@ -437,7 +421,7 @@ static void preemptor_resv(struct pass *p)
     const struct gq_gpujob *j = ctl_job_spec(c, cj);
 
     if (cj->state != CJ_QUEUED || !j) {
-      admit_unreserve(c, cj); /* moves the last one to i */
+      store_unreserve(c, cj); /* moves the last one to i */
       continue;
     }
     for (char **n = cj->resv_nodes; *n; n++)
@@ -770,7 +754,7 @@ static void decide_cohort(struct pass *p, struct ccohort *k,
       continue;
     }
     if (cj->resv_nodes) /* admitted, or its victims are gone */
-      admit_unreserve(c, cj);
+      store_unreserve(c, cj);
     if (rc != 0 && !blocked[ti] &&
         (rc == GQ_ECAPACITY || (rc == GQ_EQUOTA &&
                                 a.verdict == GQ_Q_COHORT_EXHAUSTED)) &&

@@ -222,9 +222,13 @@ static void pod_add(const json_t *o, void *arg)
   struct ctl *c = arg;
   char key[600];
 
+  const struct gq_pod *p;
+
   pod_key(o, key, sizeof(key));
-  jobs_pod_seen(c, o, 1);
-  gq_capacity_pod(&c->cap, key, gq_informer_typed(c->inf_pods, key));
+  p = gq_informer_typed(c->inf_pods, key);
+  if (p)
+    jobs_pod_seen(c, p, 1);
+  gq_capacity_pod(&c->cap, key, p);
   pod_mark(o, arg);
 }
 static int pod_terminal(const json_t *o)
@@ -234,44 +238,27 @@ static int pod_terminal(const json_t *o)
 
   return ph && (!strcmp(ph, "Succeeded") || !strcmp(ph, "Failed"));
 }
-/* Capacity freed: a refill latency clock starts (the oldest unanswered
- * free is the one the next create answers; when the ring is full the
- * newest are not remembered). */
-static void freed(struct ctl *c)
-{
-  if (c->frees_n < CTL_FREES_MAX)
-    c->frees[(c->frees_head + c->frees_n++) % CTL_FREES_MAX] =
-        gq_clock_mono_ms();
-}
-
-void ctl_refilled(struct ctl *c)
-{
-  if (!c->frees_n)
-    return;
-  gq_metric_observe(c->m_freed_to_create, NULL,
-                    (double)(gq_clock_mono_ms() - c->frees[c->frees_head]) /
-                        1000.0);
-  c->frees_head = (c->frees_head + 1) % CTL_FREES_MAX;
-  c->frees_n--;
-}
-
 static void pod_update(const json_t *old, const json_t *o, void *arg)
 {
   struct ctl *c = arg;
 
   if (!pod_terminal(old) && pod_terminal(o))
-    freed(c);
+    store_freed(c);
   pod_add(o, arg);
 }
 static void pod_del(const json_t *o, void *arg)
 {
   struct ctl *c = arg;
-  char key[600];
+  char key[600], err[GQ_DEC_MSG_MAX];
+  struct gq_pod last;
 
   if (!pod_terminal(o))
-    freed(c);
+    store_freed(c);
   pod_key(o, key, sizeof(key));
-  jobs_pod_seen(arg, o, 0);
+  if (gq_pod_decode(o, &last, err, sizeof(err)) == 0) { /* its last state */
+    jobs_pod_seen(c, &last, 0);
+    gq_pod_release(&last);
+  }
   gq_capacity_pod(&c->cap, key, NULL);
   pod_mark(o, arg);
 }
@@ -283,7 +270,7 @@ static void node_changed(const json_t *o, void *arg)
                                               gq_meta_str(o, "name"));
 
   if (n)
-    disrupt_node(c, n);
+    jobs_node_changed(c, n);
   gq_capacity_invalidate(&c->cap);
   ctl_schedule_pass(arg);
 }

@@ -334,6 +334,20 @@ void jobs_assume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);
  * j is NULL when the GpuJob is gone: the pod names then come from cj. */
 void jobs_unassume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);
 
+/* A preemptor's reservation is over (it was admitted, is gone, or its
+ * victims are gone): drops the GPUs reserved for cj (cj->resv_nodes) and
+ * takes it off c->preemptors; no-op without a reservation. */
+void store_unreserve(struct ctl *c, struct cjob *cj);
+/* Capacity was freed (a pod of any workload finished or went): the
+ * refill latency clock of gpuq_freed_to_create_seconds starts (the
+ * oldest unanswered free is the one the next create answers; when the
+ * ring of CTL_FREES_MAX is full the newest are not remembered). */
+void store_freed(struct ctl *c);
+/* A pod create went on the wire (api/client.h's sent hook): observes the
+ * time since the oldest unanswered free in gpuq_freed_to_create_seconds and
+ * drops it (nothing if no free waits). */
+void ctl_refilled(struct ctl *c);
+
 /* wq.c: the work queue of job keys, after client-go's util/workqueue:
  * fair (processed in the order marked) and stingy (a key marked several
  * times runs once; one marked while it is processed runs once more
@@ -377,12 +391,6 @@ int ledger_admitting(const struct ctl *c);
  * audit timer, every --audit-interval). */
 void ledger_audit(struct ctl *c);
 
-/* ctl.c */
-/* A pod create went on the wire (api/client.h's sent hook): observes the
- * time since the oldest unanswered free in gpuq_freed_to_create_seconds and
- * drops it (nothing if no free waits). */
-void ctl_refilled(struct ctl *c);
-
 /* jobs.c */
 /* Reconciles cj: builds its view, runs decide/lifecycle's transition and
  * applies its effects (until it asks for no further step). May free cj
@@ -412,21 +420,26 @@ const char *jobs_td_record(enum cj_td td);
  * room for (DESIGN §4), or NULL. */
 void jobs_preempt(struct ctl *c, struct cjob *cj, struct cjob *by,
                   const char *cause, const char *why);
-void jobs_pod_seen(struct ctl *c, const json_t *pod, int present);
+/* The pod index: keeps the record of the job pod p names (label
+ * gpuq.dev/job-uid) listing its pods, creating the record for a pod of a
+ * job not seen yet, and passes the event to the lifecycle (the cause of a
+ * disruption, the checkpoint). present 0: p is the pod's last state, it
+ * is gone. p is borrowed. */
+void jobs_pod_seen(struct ctl *c, const struct gq_pod *p, int present);
+/* A node changed: the gpuq jobs with pods on it are checkpointed and
+ * requeued at once if it carries a node-removal taint (c->o.drain_taints)
+ * or a NoExecute taint their pods do not tolerate (DESIGN §5). */
+void jobs_node_changed(struct ctl *c, const struct gq_node *n);
 
 /* disrupt.c: the checkpoint protocol on disruptions (DESIGN §5) */
 /* Registers the preemption metrics on c->metrics (gq_ctl_new). */
 void disrupt_init(struct ctl *c);
-/* A node changed: the gpuq jobs with pods on it are checkpointed and
- * requeued at once if it carries a node-removal taint (c->o.drain_taints)
- * or a NoExecute taint their pods do not tolerate (DESIGN §5). */
-void disrupt_node(struct ctl *c, const struct gq_node *n);
-/* Reads pod event obj (its JSON, borrowed; also its last state when it is
+/* Reads pod event p (the decoded pod, borrowed; its last state when it is
  * deleted) into ev for gq_life_pod_seen(): labels, stop, grace, and the
  * terminated states of its containers, in buf (n entries) or, for a pod
  * with more containers, in an array the caller frees (ev->terms != buf).
- * ev's strings are borrowed from obj. */
-void disrupt_podev(const json_t *obj, struct gq_life_podev *ev,
+ * ev's strings are borrowed from p. */
+void disrupt_podev(const struct gq_pod *p, struct gq_life_podev *ev,
                    struct gq_life_term *buf, size_t n);
 /* Sets why cj is being disrupted (cause: a CamelCase reason, interned;
  * msg: the sentence, copied), before the teardown that follows; cause
@@ -460,9 +473,6 @@ void disrupt_forget(struct cjob *cj);
 /* admit.c */
 void admit_pass(struct ctl *c);
 void admit_free(struct ctl *c);
-/* Drops the GPUs reserved for preemptor cj (admitted, gone, or its victims
- * are gone); no-op without a reservation. */
-void admit_unreserve(struct ctl *c, struct cjob *cj);
 
 /* status.c */
 /* Sets the reason (a string of static storage duration: cj keeps the

@@ -68,65 +68,29 @@ void disrupt_init(struct ctl *c)
       "(GPUQ_RESUME_FROM set).", 1, tm);
 }
 
-static const char *label(const json_t *md, const char *k)
-{
-  return json_string_value(json_object_get(json_object_get(md, "labels"), k));
-}
-
-/* The reason of the pod's DisruptionTarget=True condition ("" if it has
- * none; a kubelet's eviction sets only the condition), or NULL. */
-static const char *disruption(const json_t *pod)
-{
-  const json_t *conds = json_object_get(json_object_get(pod, "status"),
-                                        "conditions"), *e;
-  size_t i;
-
-  json_array_foreach(conds, i, e) {
-    if (!strcmp(json_string_value(json_object_get(e, "type")) ?: "",
-                "DisruptionTarget") &&
-        !strcmp(json_string_value(json_object_get(e, "status")) ?: "", "True")) {
-      const char *r = json_string_value(json_object_get(e, "reason"));
-
-      return r ? r : "";
-    }
-  }
-  return NULL;
-}
-
-void disrupt_podev(const json_t *obj, struct gq_life_podev *ev,
+void disrupt_podev(const struct gq_pod *p, struct gq_life_podev *ev,
                    struct gq_life_term *buf, size_t n)
 {
-  const json_t *md = json_object_get(obj, "metadata");
-  const json_t *g = json_object_get(md, "deletionGracePeriodSeconds");
-  const json_t *cs = json_object_get(json_object_get(obj, "status"),
-                                     "containerStatuses"), *e;
   struct gq_life_term *terms = buf;
-  size_t i, k = 0;
 
   memset(ev, 0, sizeof(*ev));
-  ev->name = json_string_value(json_object_get(md, "name"));
-  ev->attempt = label(md, GQ_LBL_ATTEMPT);
-  ev->replica = label(md, GQ_LBL_REPLICA);
-  ev->disruption = disruption(obj);
-  ev->deleting = json_object_get(md, "deletionTimestamp") != NULL;
-  ev->has_grace = json_is_integer(g);
-  ev->grace_s = ev->has_grace ? json_integer_value(g) : -1;
-  if (json_array_size(cs) > n)
-    terms = gq_xcalloc(json_array_size(cs), sizeof(*terms));
-  json_array_foreach(cs, i, e) {
-    const json_t *t = json_object_get(json_object_get(e, "state"),
-                                      "terminated");
-    const char *fin = json_string_value(json_object_get(t, "finishedAt"));
-
-    if (!t)
-      continue;
-    terms[k].msg = json_string_value(json_object_get(t, "message"));
-    if (!fin || gq_time_parse(fin, &terms[k].finished_ms) != 0)
-      terms[k].finished_ms = -1;
-    k++;
+  ev->name = p->meta.name;
+  ev->attempt = gq_meta_label(&p->meta, GQ_LBL_ATTEMPT);
+  ev->replica = gq_meta_label(&p->meta, GQ_LBL_REPLICA);
+  ev->disruption = p->disruption;
+  ev->deleting = p->meta.deletion_ms != 0;
+  ev->has_grace = p->meta.deletion_grace_s >= 0;
+  ev->grace_s = p->meta.deletion_grace_s;
+  if (p->n_terminated > n)
+    terms = gq_xcalloc(p->n_terminated, sizeof(*terms));
+  for (size_t i = 0; i < p->n_terminated; i++) {
+    terms[i].msg = p->terminated[i].message;
+    terms[i].finished_ms = p->terminated[i].finished_ms
+                               ? p->terminated[i].finished_ms
+                               : -1; /* absent or unparseable */
   }
   ev->terms = terms;
-  ev->n_terms = k;
+  ev->n_terms = p->n_terminated;
 }
 
 void disrupt_cause(struct cjob *cj, const char *cause, const char *msg)
@@ -229,54 +193,6 @@ int gq_ctl_check_taints(const char *list, char *err, size_t len)
     p = comma ? comma + 1 : NULL;
   }
   return 0;
-}
-
-/* 1 if key is in the comma-separated list. */
-static int listed(const char *list, const char *key)
-{
-  size_t k = strlen(key);
-
-  for (const char *p = list; p && *p;) {
-    const char *comma = strchr(p, ',');
-    size_t n = comma ? (size_t)(comma - p) : strlen(p);
-
-    if (n == k && !strncmp(p, key, n))
-      return 1;
-    p = comma ? comma + 1 : NULL;
-  }
-  return 0;
-}
-
-void disrupt_node(struct ctl *c, const struct gq_node *n)
-{
-  const struct gq_taint *removal = NULL;
-  struct gq_cap_pod *r, *rt;
-  int noexec = 0;
-
-  for (size_t i = 0; i < n->n_taints; i++) {
-    if (!removal && listed(c->o.drain_taints, n->taints[i].key))
-      removal = &n->taints[i];
-    noexec |= !strcmp(n->taints[i].effect ?: "", "NoExecute");
-  }
-  if (!removal && !noexec)
-    return; /* the common case: nothing to look at */
-  HASH_ITER(hh, c->cap.held, r, rt) {
-    struct cjob *cj = r->job_uid ? ctl_job(c, r->job_uid) : NULL;
-    const struct gq_pod *p;
-    const struct gq_taint *t = removal;
-    char why[512];
-
-    if (!cj || cj->state != CJ_ACTIVE || strcmp(r->node, n->meta.name))
-      continue;
-    if (!t && (p = gq_informer_typed(c->inf_pods, r->key)))
-      t = gq_untolerated_taint(&p->sched, n, 1);
-    if (!t)
-      continue;
-    snprintf(why, sizeof(why), "node %s is being removed (taint %s%s%s:%s)",
-             n->meta.name, t->key, *t->value ? "=" : "", t->value,
-             t->effect ? t->effect : "");
-    jobs_preempt(c, cj, NULL, "NodeRemoval", why);
-  }
 }
 
 /* ---- drainPolicy Wait ------------------------------------------------ */

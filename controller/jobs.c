@@ -19,6 +19,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "controller/podspec.h"
+#include "decide/match.h"
 #include "decide/lifecycle.h"
 
 #include <stdio.h>
@@ -125,7 +126,7 @@ void jobs_forget(struct ctl *c, struct cjob *cj)
   status_forget(c, cj);
   disrupt_victim_done(c, cj);
   disrupt_unlist(c, cj);
-  admit_unreserve(c, cj);
+  store_unreserve(c, cj);
   disrupt_forget(cj);
   free_nodes(cj);
   for (size_t i = 0; i < cj->n_pods; i++)
@@ -151,7 +152,7 @@ static void apply_flush(struct ctl *c, struct cjob *cj,
 
 /* A pod event of cj: the lifecycle reads the cause of a disruption and the
  * checkpoint from it (the pod may be gone before the reconcile looks). */
-static void pod_event(struct ctl *c, struct cjob *cj, const json_t *pod)
+static void pod_event(struct ctl *c, struct cjob *cj, const struct gq_pod *pod)
 {
   struct gq_life_term buf[16];
   struct gq_life_podev ev;
@@ -171,19 +172,16 @@ static void pod_event(struct ctl *c, struct cjob *cj, const json_t *pod)
 }
 
 /* The pod index: keeps cj->pods equal to the pods labelled with its uid. */
-void jobs_pod_seen(struct ctl *c, const json_t *pod, int present)
+void jobs_pod_seen(struct ctl *c, const struct gq_pod *pod, int present)
 {
-  const json_t *md = json_object_get(pod, "metadata");
-  const json_t *lb = json_object_get(md, "labels");
-  const char *uid = json_string_value(json_object_get(lb, GQ_LBL_JOB_UID));
-  const char *ns = json_string_value(json_object_get(md, "namespace"));
-  const char *name = json_string_value(json_object_get(md, "name"));
-  const char *job = json_string_value(json_object_get(lb, GQ_LBL_JOB));
+  const char *uid = gq_meta_label(&pod->meta, GQ_LBL_JOB_UID);
+  const char *ns = pod->meta.ns, *name = pod->meta.name;
+  const char *job = gq_meta_label(&pod->meta, GQ_LBL_JOB);
   struct cjob *cj;
   char key[600];
   size_t i;
 
-  if (!uid || !ns || !name)
+  if (!uid || !*ns || !*name)
     return;
   cj = ctl_job(c, uid);
   if (!cj) {
@@ -216,9 +214,6 @@ void jobs_pod_seen(struct ctl *c, const json_t *pod, int present)
  * an adoption (the one reader). */
 static void pod_view(const struct gq_pod *p, int flavor, struct gq_life_pod *v)
 {
-  const json_t *an = json_object_get(json_object_get(p->json, "metadata"),
-                                     "annotations");
-
   v->name = p->meta.name;
   v->attempt = pod_attempt(p);
   v->phase = p->phase;
@@ -228,8 +223,7 @@ static void pod_view(const struct gq_pod *p, int flavor, struct gq_life_pod *v)
   v->deletion_ms = p->meta.deletion_ms;
   v->deletion_grace_s = p->meta.deletion_grace_s;
   v->holds = gq_pod_holds_resources(p);
-  v->flavor = flavor ? json_string_value(json_object_get(an, GQ_ANN_FLAVOR))
-                     : NULL;
+  v->flavor = flavor ? gq_pod_annotation(p, GQ_ANN_FLAVOR) : NULL;
 }
 
 static void delete_done(int rc, const struct gq_k8s_status *st,
@@ -965,5 +959,55 @@ void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms)
       continue;
     }
     tick_one(c, cj, now_ms, next_ms);
+  }
+}
+
+/* ---- node-removal taints (DESIGN §5) ------------------------------- */
+
+/* 1 if key is in the comma-separated list. */
+static int listed(const char *list, const char *key)
+{
+  size_t k = strlen(key);
+
+  for (const char *p = list; p && *p;) {
+    const char *comma = strchr(p, ',');
+    size_t n = comma ? (size_t)(comma - p) : strlen(p);
+
+    if (n == k && !strncmp(p, key, n))
+      return 1;
+    p = comma ? comma + 1 : NULL;
+  }
+  return 0;
+}
+
+void jobs_node_changed(struct ctl *c, const struct gq_node *n)
+{
+  const struct gq_taint *removal = NULL;
+  struct gq_cap_pod *r, *rt;
+  int noexec = 0;
+
+  for (size_t i = 0; i < n->n_taints; i++) {
+    if (!removal && listed(c->o.drain_taints, n->taints[i].key))
+      removal = &n->taints[i];
+    noexec |= !strcmp(n->taints[i].effect ?: "", "NoExecute");
+  }
+  if (!removal && !noexec)
+    return; /* the common case: nothing to look at */
+  HASH_ITER(hh, c->cap.held, r, rt) {
+    struct cjob *cj = r->job_uid ? ctl_job(c, r->job_uid) : NULL;
+    const struct gq_pod *p;
+    const struct gq_taint *t = removal;
+    char why[512];
+
+    if (!cj || cj->state != CJ_ACTIVE || strcmp(r->node, n->meta.name))
+      continue;
+    if (!t && (p = gq_informer_typed(c->inf_pods, r->key)))
+      t = gq_untolerated_taint(&p->sched, n, 1);
+    if (!t)
+      continue;
+    snprintf(why, sizeof(why), "node %s is being removed (taint %s%s%s:%s)",
+             n->meta.name, t->key, *t->value ? "=" : "", t->value,
+             t->effect ? t->effect : "");
+    jobs_preempt(c, cj, NULL, "NodeRemoval", why);
   }
 }

@@ -248,7 +248,7 @@ static json_t *status_patch(const struct cjob *cj, const struct gq_gpujob *j)
    * record of a teardown (jobs.c teardown()) names the attempt it ends */
   attempts = cj->attempt -
              ((cj->state == CJ_ADMITTING || cj->creates_left > 0) &&
-              !(cj->state == CJ_TEARDOWN && jobs_td_record(cj->td)));
+              !(cj->state == CJ_TEARDOWN && gq_life_td_record(cj->td)));
   field(p, st, GQ_ST_ATTEMPTS, "attempts", json_integer(attempts),
         st->attempts == attempts);
   field(p, st, GQ_ST_FAILURES, "failedAttempts", json_integer(cj->failures),

@@ -6,6 +6,7 @@
 #include "controller/ctl_int.h"
 
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
 #include "decide/place.h"
@@ -316,3 +317,39 @@ void jobs_unassume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
   }
 }
 
+void store_unreserve(struct ctl *c, struct cjob *cj)
+{
+  size_t i;
+
+  if (!cj->resv_nodes)
+    return;
+  for (char **n = cj->resv_nodes; *n; n++)
+    free(*n);
+  free(cj->resv_nodes);
+  cj->resv_nodes = NULL;
+  for (i = 0; i < c->n_preemptors && c->preemptors[i] != cj; i++)
+    ;
+  if (i < c->n_preemptors)
+    c->preemptors[i] = c->preemptors[--c->n_preemptors];
+}
+
+/* Capacity freed: a refill latency clock starts (the oldest unanswered
+ * free is the one the next create answers; when the ring is full the
+ * newest are not remembered). */
+void store_freed(struct ctl *c)
+{
+  if (c->frees_n < CTL_FREES_MAX)
+    c->frees[(c->frees_head + c->frees_n++) % CTL_FREES_MAX] =
+        gq_clock_mono_ms();
+}
+
+void ctl_refilled(struct ctl *c)
+{
+  if (!c->frees_n)
+    return;
+  gq_metric_observe(c->m_freed_to_create, NULL,
+                    (double)(gq_clock_mono_ms() - c->frees[c->frees_head]) /
+                        1000.0);
+  c->frees_head = (c->frees_head + 1) % CTL_FREES_MAX;
+  c->frees_n--;
+}
