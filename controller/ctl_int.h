@@ -397,6 +397,9 @@ void ledger_audit(struct ctl *c);
  * (the GpuJob is gone and so are its pods). Called by the pass (ctl.c
  * run_pass) for marked jobs; callbacks mark (ctl_mark), never call it. */
 void jobs_reconcile(struct ctl *c, struct cjob *cj);
+/* Queues cj in its team's in-memory queue (store_queue_insert) and in
+ * Redis (enqueue.lua, idempotent), unless its cohort's rebuild is still
+ * to come (the rebuild writes it); no-op when it is queued. */
 void jobs_queue_add(struct ctl *c, struct cjob *cj);
 /* Sends the Service (replicas > 1) and pod creates of cj's admitted
  * attempt on cj->nodes, each pod assumed in the capacity snapshot until
@@ -404,7 +407,15 @@ void jobs_queue_add(struct ctl *c, struct cjob *cj);
  * when (GQ_LIFE_CREATE_PODS). A node that is gone sets cj->create_miss and
  * marks cj. */
 void jobs_create_pods(struct ctl *c, struct cjob *cj);
+/* The deadline tick over the admitted jobs (c->active): active
+ * deadlines, startup timeouts, drainPolicy Wait's cordon wait and the
+ * force-deletes of --notready-timeout (DESIGN §5), at now_ms (virtual);
+ * *next_ms gets the earliest next deadline (virtual ms) if earlier than
+ * its value (-1: none). Also counts gpuq_allocated_gpu_seconds_total. */
 void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms);
+/* Frees cj (already out of c->jobs) and takes it out of every list that
+ * names it (work queue, admitted list, status lanes, draining and
+ * preemptor lists, its preemptor's victim count). */
 void jobs_forget(struct ctl *c, struct cjob *cj);
 /* gq_life_td_record(td) (decide/lifecycle.h): the status reason that
  * records a teardown of kind td before any of its pods is deleted
@@ -471,7 +482,13 @@ void disrupt_unlist(struct ctl *c, struct cjob *cj);
 void disrupt_forget(struct cjob *cj);
 
 /* admit.c */
+/* One admission pass over every rebuilt cohort: builds the pass's input
+ * from the store and the capacity snapshot (rebuilt first if a node
+ * changed), runs decide/'s pass and applies its plan (admit scripts,
+ * preemptions, reservations, reasons); refreshes the first queue
+ * positions at most once a second and gpuq_unusable_free_gpus. */
 void admit_pass(struct ctl *c);
+/* Frees what admit.c keeps in c (at the end). */
 void admit_free(struct ctl *c);
 
 /* status.c */
@@ -479,18 +496,45 @@ void admit_free(struct ctl *c);
  * pointer) and the formatted message gpuq shows for cj. */
 void status_set(struct cjob *cj, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Queues cj's status write (coalesced: one in flight per job, the latest
+ * state sent when it returns), in the urgent lane for jobs that hold or
+ * finish, the background lane for queued ones. */
 void status_flush(struct ctl *c, struct cjob *cj);
+/* Queues an Event (type "Normal" or "Warning", reason CamelCase, message
+ * formatted, cut at 1023 bytes) on cj's GpuJob; nothing while not acting.
+ * The queue is bounded (EVENTS_QUEUED): a full queue drops the new event
+ * with a rate-limited warning, as client-go's recorder does. */
 void status_event(struct ctl *c, struct cjob *cj, const char *type,
                   const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* Writes the queue positions of t's first upto jobs whose position
+ * changed enough to be written (decide/position.h). */
 void status_positions(struct ctl *c, struct cteam *t, size_t upto);
+/* The background sweep (every --sweep-interval): a bounded slice of the
+ * queued jobs' positions and ETAs, resuming where the last one stopped. */
 void status_sweep(struct ctl *c);
+/* Recomputes every TeamQuota's status (usage, borrowing, lending,
+ * pending; Valid condition) and patches those that changed, at most once
+ * per --quota-status-interval-ms each. */
 void status_quotas(struct ctl *c);
+/* Sets the gauges at scrape time (gq_ctl_collect): pending jobs,
+ * admitted, nominal and borrowed GPUs per team and flavor,
+ * fragmentation, nodes below capacity, free GPUs per node. */
 void status_metrics(struct ctl *c);
+/* Records a Warning event on a Ready node whose allocatable GPUs are
+ * below its capacity when that starts, a Normal one when it ends (obj:
+ * the node's JSON, n: decoded, NULL if undecodable: nothing). */
 void status_node(struct ctl *c, const json_t *obj, const struct gq_node *n);
+/* Frees what status.c keeps in c (at the end). */
 void status_free(struct ctl *c);
+/* Takes cj out of the status lanes (it is being freed). */
 void status_forget(struct ctl *c, struct cjob *cj);
+/* Frees the events still queued (at stop). */
 void status_drop_events(struct ctl *c);
+/* Adds (add 1) or removes (0) the finalizer gpuq.dev/pods on cj's GpuJob
+ * j with a JSON patch guarded by a test of the current list; a conflict
+ * marks cj to try again, a failed test waits for the watch event of the
+ * change (a reconcile follows it). */
 void status_finalizer(struct ctl *c, struct cjob *cj,
                       const struct gq_gpujob *j, int add);
 
