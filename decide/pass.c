@@ -848,6 +848,37 @@ static void advance(struct gq_pass *p, size_t ti)
   p->k.heads[ti]++;
 }
 
+/* A job in Preempting keeps its place in its team's queue (DESIGN §5): if
+ * it goes before its team's head, the capacity where it would run now is
+ * reserved for it for this pass, so that no lower job (of any team) takes
+ * what frees while its old pods checkpoint; once they are gone it is
+ * queued again at that place and admitted there. */
+static void draining_resv(struct gq_pass *p, const struct gq_pass_cohort *k)
+{
+  struct cohort *cs = &p->k;
+
+  for (size_t i = 0; i < k->n_draining; i++) {
+    const struct gq_pass_draining *d = &k->draining[i];
+    const struct gq_gpujob *j = d->spec;
+    const struct gq_pass_job *head;
+    const char *flavor;
+
+    if (!j || d->team >= k->n_teams || j->suspend)
+      continue;
+    head = k->teams[d->team].n_queued ? &k->teams[d->team].jobs[0] : NULL;
+    if (head && (head->priority > d->priority ||
+                 (head->priority == d->priority &&
+                  head->queued_ms < d->queued_ms)))
+      continue; /* not the best waiting job of its team */
+    flavor = d->flavor_key ? strrchr(d->flavor_key, ':') : NULL;
+    flavor = flavor ? flavor + 1 : d->flavor_key;
+    out_room(cs, j->replicas);
+    if (gq_place_job(p->s, j, flavor, cs->out, NULL, 0) == 0)
+      for (int32_t r = 0; r < j->replicas; r++)
+        resv_add(p, node_name(p, cs->out[r]), j, d->ref);
+  }
+}
+
 /* One job of the cohort: returns STEP, GQ_PASS_DONE (the cohort is done)
  * or what it needs (nothing changed then). */
 static int cohort_step(struct gq_pass *p, const struct gq_pass_cohort *k,
@@ -862,6 +893,11 @@ static int cohort_step(struct gq_pass *p, const struct gq_pass_cohort *k,
 
   if ((need = heads_want(p, k, need_team)) != 0) /* 1. heads */
     return need;
+  if (!cs->drained) { /* 2. snapshot: jobs in Preempting keep capacity */
+    draining_resv(p, k);
+    cs->drained = 1;
+    cs->resv = 0;
+  }
   gq_quota_order(&cs->qc, cs->want, cs->order, &cnt); /* 3. order */
   if (cnt == 0)
     return GQ_PASS_DONE;
@@ -900,60 +936,33 @@ static int cohort_step(struct gq_pass *p, const struct gq_pass_cohort *k,
   return STEP;
 }
 
-/* A job in Preempting keeps its place in its team's queue (DESIGN §5): if
- * it goes before its team's head, the capacity where it would run now is
- * reserved for it for this pass, so that no lower job (of any team) takes
- * what frees while its old pods checkpoint; once they are gone it is
- * queued again at that place and admitted there. */
-static void draining_resv(struct gq_pass *p, const struct gq_pass_cohort *k)
+/* One step of a cohort's decision: STEP, GQ_PASS_DONE or a need. */
+typedef int (*step_fn)(struct gq_pass *p, const struct gq_pass_cohort *k,
+                       struct gq_plan *pl, size_t *need_team);
+
+/* Takes steps until cohort k is decided or needs input. */
+static enum gq_pass_need cohort_run(struct gq_pass *p,
+                                    const struct gq_pass_cohort *k,
+                                    struct gq_plan *pl, size_t *need_team,
+                                    step_fn step)
 {
-  struct cohort *cs = &p->k;
+  int rc;
 
-  for (size_t i = 0; i < k->n_draining; i++) {
-    const struct gq_pass_draining *d = &k->draining[i];
-    const struct gq_gpujob *j = d->spec;
-    const struct gq_pass_job *head;
-    const char *flavor;
-
-    if (!j || d->team >= k->n_teams || j->suspend)
-      continue;
-    head = k->teams[d->team].n_queued ? &k->teams[d->team].jobs[0] : NULL;
-    if (head && (head->priority > d->priority ||
-                 (head->priority == d->priority &&
-                  head->queued_ms < d->queued_ms)))
-      continue; /* not the best waiting job of its team */
-    flavor = d->flavor_key ? strrchr(d->flavor_key, ':') : NULL;
-    flavor = flavor ? flavor + 1 : d->flavor_key;
-    out_room(cs, j->replicas);
-    if (gq_place_job(p->s, j, flavor, cs->out, NULL, 0) == 0)
-      for (int32_t r = 0; r < j->replicas; r++)
-        resv_add(p, node_name(p, cs->out[r]), j, d->ref);
-  }
+  if (!p->k.active)
+    cohort_begin(p, k, pl);
+  while ((rc = step(p, k, pl, need_team)) == STEP)
+    ;
+  if (rc != GQ_PASS_DONE)
+    return (enum gq_pass_need)rc;
+  cohort_end(p); /* 6. requeue the rest: they stay queued */
+  return GQ_PASS_DONE;
 }
 
 enum gq_pass_need gq_pass_cohort(struct gq_pass *p,
                                  const struct gq_pass_cohort *k,
                                  struct gq_plan *pl, size_t *need_team)
 {
-  int rc;
-
-  if (!p->k.active)
-    cohort_begin(p, k, pl);
-  if (!p->k.drained) {
-    /* 1. heads: every team's first job, before anything is decided */
-    if ((rc = heads_want(p, k, need_team)) != 0)
-      return (enum gq_pass_need)rc;
-    /* 2. snapshot: the jobs in Preempting keep their capacity */
-    draining_resv(p, k);
-    p->k.drained = 1;
-    p->k.resv = 0;
-  }
-  while ((rc = cohort_step(p, k, pl, need_team)) == STEP)
-    ;
-  if (rc != GQ_PASS_DONE)
-    return (enum gq_pass_need)rc;
-  cohort_end(p); /* 6. requeue the rest: they stay queued */
-  return GQ_PASS_DONE;
+  return cohort_run(p, k, pl, need_team, cohort_step);
 }
 
 /* ---- the FIFO baseline ---------------------------------------------- */
@@ -1049,14 +1058,5 @@ enum gq_pass_need gq_pass_fifo(struct gq_pass *p,
                                const struct gq_pass_cohort *k,
                                struct gq_plan *pl, size_t *need_team)
 {
-  int rc;
-
-  if (!p->k.active)
-    cohort_begin(p, k, pl);
-  while ((rc = fifo_step(p, k, pl, need_team)) == STEP)
-    ;
-  if (rc != GQ_PASS_DONE)
-    return (enum gq_pass_need)rc;
-  cohort_end(p);
-  return GQ_PASS_DONE;
+  return cohort_run(p, k, pl, need_team, fifo_step);
 }
