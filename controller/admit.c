@@ -32,9 +32,6 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
-#include "controller/forecast.h"
-#include "controller/place.h"
-#include "controller/preempt.h"
 #include "controller/snapshot.h"
 #include "decide/pass.h"
 
@@ -399,7 +396,8 @@ struct cohort_in {
   struct gq_pass_team *teams;
   struct cteam **ct;
   struct gq_pass_job **jobs;      /* per team (owned) */
-  struct gq_pass_prio **prio;     /* per team (owned) */
+  struct gq_pass_prio *prio;      /* every team's, one after the other */
+  size_t n_prio;
   struct gq_ledger_use *use;      /* flavor keys borrowed from the teams */
   size_t n_use;
   struct gq_pass_draining *draining;
@@ -559,23 +557,22 @@ static void draining_views(struct ctl *c, struct cohort_in *ci)
   ci->in.n_draining = n;
 }
 
-/* Team t (TeamQuota q) as the pass's team n of ci. */
+/* Team t (TeamQuota q) as the pass's team n of ci (its adm_prio is set
+ * once every team is in: ci->prio moves meanwhile). */
 static void team_add(struct cohort_in *ci, size_t n, struct cteam *t,
                      const struct gq_teamquota *q)
 {
-  struct gq_pass_prio *prio;
-
   ci->teams = gq_xrealloc(ci->teams, (n + 1) * sizeof(*ci->teams));
   ci->ct = gq_xrealloc(ci->ct, (n + 1) * sizeof(*ci->ct));
   ci->jobs = gq_xrealloc(ci->jobs, (n + 1) * sizeof(*ci->jobs));
-  ci->prio = gq_xrealloc(ci->prio, (n + 1) * sizeof(*ci->prio));
-  prio = gq_xcalloc(t->n_adm_prio + 1, sizeof(*prio));
+  ci->prio = gq_xrealloc(ci->prio, (ci->n_prio + t->n_adm_prio + 1) *
+                                       sizeof(*ci->prio));
   for (size_t i = 0; i < t->n_adm_prio; i++)
-    prio[i] = (struct gq_pass_prio){t->adm_prio[i].prio, t->adm_prio[i].n};
+    ci->prio[ci->n_prio++] = (struct gq_pass_prio){t->adm_prio[i].prio,
+                                                   t->adm_prio[i].n};
   ci->ct[n] = t;
   ci->jobs[n] = NULL;
-  ci->prio[n] = prio;
-  ci->teams[n] = (struct gq_pass_team){t->name, q, prio, t->n_adm_prio, t->n,
+  ci->teams[n] = (struct gq_pass_team){t->name, q, NULL, t->n_adm_prio, t->n,
                                        NULL, 0};
   ci->use = gq_xrealloc(ci->use, (ci->n_use + t->n_use + 1) *
                                      sizeof(*ci->use));
@@ -600,6 +597,8 @@ static void cohort_input(struct ctl *c, struct ccohort *k,
       continue;
     team_add(ci, n++, t, q);
   }
+  for (size_t i = 0, off = 0; i < n; off += ci->teams[i++].n_adm_prio)
+    ci->teams[i].adm_prio = ci->prio + off;
   ci->in.teams = ci->teams;
   ci->in.n_teams = n;
   ci->in.has_cohort = *k->redis_cohort != '\0';
@@ -619,10 +618,8 @@ static void cohort_input_free(struct cohort_in *ci)
     free(pc->reqs);
     free(pc);
   }
-  for (size_t i = 0; i < ci->in.n_teams; i++) {
+  for (size_t i = 0; i < ci->in.n_teams; i++)
     free(ci->jobs[i]);
-    free(ci->prio[i]);
-  }
   free(ci->list);
   free(ci->cands);
   free(ci->draining);
