@@ -29,10 +29,10 @@
  * inflate() asks for more input, gq_pass_cohort() returns a need (the
  * next jobs of a team's queue, the forecast's releases, the preemption
  * candidates) and is called again once the caller has supplied it. A
- * pass thus costs what it looks at: a team's queue is read only as far
- * as the pass gets (it may hold 100,000 jobs), the releases are built
- * only when a head waits for capacity, the candidates only when a victim
- * search runs. A caller may also give everything at once (tests do).
+ * pass thus costs what it looks at: a team's queue (which may hold
+ * 100,000 jobs) is read only as far as the pass reaches, the releases are
+ * built only when a head waits for capacity, the candidates only when a
+ * victim search runs. A caller may also give everything at once (tests do).
  *
  * Capacity: the pass commits to the caller's snapshot while it runs (its
  * admissions, so that later jobs see them; its reservations) and leaves it
