@@ -32,7 +32,7 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
-#include "controller/snapshot.h"
+#include "decide/snapshot.h"
 #include "decide/pass.h"
 
 #include <stdio.h>
@@ -43,21 +43,21 @@ static const struct gq_lc lc = {"controller", "admit", NULL};
 
 /* ---- the capacity snapshot, kept between passes -------------------- */
 
-static void commit_rec(struct ctl *c, struct cpod *r, int sign)
+static void commit_rec(struct ctl *c, struct gq_cap_pod *r, int sign)
 {
   if (sign > 0)
-    r->committed = c->snap_valid &&
-                   gq_snapshot_commit(&c->snap, r->node, &r->req, 1) == 0;
-  else if (r->committed && c->snap_valid)
-    gq_snapshot_commit(&c->snap, r->node, &r->req, -1);
+    r->committed = c->cap.valid &&
+                   gq_snapshot_commit(&c->cap.snap, r->node, &r->req, 1) == 0;
+  else if (r->committed && c->cap.valid)
+    gq_snapshot_commit(&c->cap.snap, r->node, &r->req, -1);
 }
 
-static void free_rec(struct cpod *r)
+static void free_rec(struct gq_cap_pod *r)
 {
   free(r->key);
   free(r->node);
   free(r->job_uid);
-  jobs_assumed_release(&r->req);
+  gq_capacity_request_free(&r->req);
   free(r);
 }
 
@@ -67,13 +67,13 @@ static void free_rec(struct cpod *r)
  * and not finished; a terminating pod still holds them (DESIGN §3). */
 void admit_pod(struct ctl *c, const char *key, const struct gq_pod *pod)
 {
-  struct cpod *r;
+  struct gq_cap_pod *r;
   const char *node = NULL, *uid;
 
-  HASH_FIND_STR(c->held, key, r);
+  HASH_FIND_STR(c->cap.held, key, r);
   if (r) {
     commit_rec(c, r, -1);
-    HASH_DEL(c->held, r);
+    HASH_DEL(c->cap.held, r);
     free_rec(r);
   }
   if (!pod || !gq_pod_holds_resources(pod))
@@ -91,24 +91,24 @@ void admit_pod(struct ctl *c, const char *key, const struct gq_pod *pod)
   r->key = gq_xstrdup(key);
   r->node = gq_xstrdup(node);
   r->job_uid = uid ? gq_xstrdup(uid) : NULL;
-  jobs_copy_request(&pod->sched, &r->req);
+  gq_capacity_request_copy(&pod->sched, &r->req);
   r->deletion_ms = pod->meta.deletion_ms;
   r->grace_s = pod->meta.deletion_grace_s >= 0 ? pod->meta.deletion_grace_s
                                                : pod->sched.grace_s;
-  HASH_ADD_KEYPTR(hh, c->held, r->key, strlen(r->key), r);
+  HASH_ADD_KEYPTR(hh, c->cap.held, r->key, strlen(r->key), r);
   commit_rec(c, r, 1);
 }
 
 void admit_nodes_changed(struct ctl *c)
 {
-  c->snap_valid = 0;
+  c->cap.valid = 0;
 }
 
 void admit_commit(struct ctl *c, const char *node,
                   const struct gq_podsched *req, int sign)
 {
-  if (c->snap_valid)
-    gq_snapshot_commit(&c->snap, node, req, sign);
+  if (c->cap.valid)
+    gq_snapshot_commit(&c->cap.snap, node, req, sign);
 }
 
 static void collect_node(const json_t *obj, void *typed, void *arg)
@@ -116,7 +116,7 @@ static void collect_node(const json_t *obj, void *typed, void *arg)
   struct ctl *c = arg;
 
   if (typed)
-    c->snap_nodes[c->snap.n++] = typed;
+    c->snap_nodes[c->cap.snap.n++] = typed;
   status_node(c, obj, typed);
 }
 
@@ -124,36 +124,36 @@ static void collect_node(const json_t *obj, void *typed, void *arg)
  * every holding pod and assumption on it again. */
 static void snapshot_rebuild(struct ctl *c)
 {
-  struct cpod *r, *rt;
-  struct cassumed *a, *at;
+  struct gq_cap_pod *r, *rt;
+  struct gq_cap_assumed *a, *at;
   size_t n = 0;
 
-  gq_snapshot_release(&c->snap);
+  gq_snapshot_release(&c->cap.snap);
   free(c->snap_nodes);
   c->snap_nodes = gq_xcalloc(gq_informer_size(c->inf_nodes) + 1,
                              sizeof(*c->snap_nodes));
-  c->snap.n = 0;
+  c->cap.snap.n = 0;
   gq_informer_foreach(c->inf_nodes, collect_node, c);
-  n = c->snap.n;
-  gq_snapshot_init(&c->snap, c->snap_nodes, n, c->o.topology_key);
-  c->snap_valid = 1;
-  HASH_ITER(hh, c->held, r, rt) commit_rec(c, r, 1);
-  HASH_ITER(hh, c->assumed, a, at)
-    gq_snapshot_commit(&c->snap, a->node, &a->req, 1);
+  n = c->cap.snap.n;
+  gq_snapshot_init(&c->cap.snap, c->snap_nodes, n, c->o.topology_key);
+  c->cap.valid = 1;
+  HASH_ITER(hh, c->cap.held, r, rt) commit_rec(c, r, 1);
+  HASH_ITER(hh, c->cap.assumed, a, at)
+    gq_snapshot_commit(&c->cap.snap, a->node, &a->req, 1);
 }
 
 void admit_free(struct ctl *c)
 {
-  struct cpod *r, *rt;
+  struct gq_cap_pod *r, *rt;
 
-  HASH_ITER(hh, c->held, r, rt) {
-    HASH_DEL(c->held, r);
+  HASH_ITER(hh, c->cap.held, r, rt) {
+    HASH_DEL(c->cap.held, r);
     free_rec(r);
   }
-  gq_snapshot_release(&c->snap);
+  gq_snapshot_release(&c->cap.snap);
   free(c->snap_nodes);
   c->snap_nodes = NULL;
-  c->snap_valid = 0;
+  c->cap.valid = 0;
   free(c->preemptors); /* the jobs themselves free their reservations */
   c->preemptors = NULL;
   c->n_preemptors = 0;
@@ -441,9 +441,9 @@ static void team_views(struct ctl *c, struct cohort_in *ci, size_t i)
 static void releases(struct drive *d)
 {
   size_t cap = 0;
-  struct cpod *r, *rt;
+  struct gq_cap_pod *r, *rt;
 
-  HASH_ITER(hh, d->c->held, r, rt) {
+  HASH_ITER(hh, d->c->cap.held, r, rt) {
     struct cjob *cj = r->job_uid ? ctl_job(d->c, r->job_uid) : NULL;
     int64_t end = -1;
 
@@ -483,10 +483,10 @@ static size_t team_index(const struct cohort_in *ci, const char *team)
 static size_t cand_pods(struct ctl *c, struct cohort_in *ci)
 {
   struct pcand *pc;
-  struct cpod *r, *rt;
+  struct gq_cap_pod *r, *rt;
   size_t n = 0;
 
-  HASH_ITER(hh, c->held, r, rt) {
+  HASH_ITER(hh, c->cap.held, r, rt) {
     if (!r->committed || !r->job_uid)
       continue;
     HASH_FIND_STR(ci->byuid, r->job_uid, pc);
@@ -697,9 +697,9 @@ void admit_pass(struct ctl *c)
   in.now_ms = gq_clock_now_ms();
   in.mono_ms = gq_clock_mono_ms();
   in.lim = GQ_PASS_LIMITS_DEFAULT;
-  if (!c->snap_valid)
+  if (!c->cap.valid)
     snapshot_rebuild(c);
-  in.snap = &c->snap;
+  in.snap = &c->cap.snap;
   pre = preemptor_views(c, &in.n_preemptors);
   in.preemptors = pre;
   d.p = gq_pass_begin(&in);

@@ -1,5 +1,5 @@
 /* controller/assign.c - flavor assignment (see assign.h). */
-#include "controller/assign.h"
+#include "decide/assign.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -26,8 +26,8 @@
 
 #include "api/gpujob.h"
 #include "api/teamquota.h"
-#include "controller/place.h"
-#include "queue/quota.h"
+#include "decide/place.h"
+#include "decide/quota.h"
 
 /* Room for any flavor key: a qualified resource name (<= 253 + 1 + 63), a
  * ':' and a label value (<= 63), and the NUL. */

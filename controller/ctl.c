@@ -88,7 +88,7 @@ static void rel_pod(void *p)
 
 /* ---- the cache ---------------------------------------------------------- */
 
-const char *ctl_meta_str(const json_t *o, const char *k)
+const char *gq_meta_str(const json_t *o, const char *k)
 {
   const char *v =
       json_string_value(json_object_get(json_object_get(o, "metadata"), k));
@@ -135,15 +135,15 @@ void ctl_mark(struct ctl *c, struct cjob *cj)
 
 static struct cjob *job_for(struct ctl *c, const json_t *obj)
 {
-  const char *uid = ctl_meta_str(obj, "uid");
+  const char *uid = gq_meta_str(obj, "uid");
   struct cjob *cj;
 
   if (!*uid)
     return NULL;
   cj = ctl_job(c, uid);
   if (!cj) {
-    cj = ctl_job_new(c, uid, ctl_meta_str(obj, "namespace"),
-                     ctl_meta_str(obj, "name"));
+    cj = ctl_job_new(c, uid, gq_meta_str(obj, "namespace"),
+                     gq_meta_str(obj, "name"));
     /* arrival stamp, strictly increasing in watch (= creation) order:
      * adopt() orders jobs created within one second with it */
     cj->queued_ms = gq_clock_now_ms();
@@ -294,7 +294,7 @@ static void job_update(const json_t *old, const json_t *o, void *arg)
 static void job_del(const json_t *o, void *arg)
 {
   struct ctl *c = arg;
-  struct cjob *cj = ctl_job(c, ctl_meta_str(o, "uid"));
+  struct cjob *cj = ctl_job(c, gq_meta_str(o, "uid"));
 
   if (cj) {
     cj->gone = 1;
@@ -325,7 +325,7 @@ static void mark_all(struct ctl *c, const char *team, const char *pclass)
 static void quota_changed(const json_t *o, void *arg)
 {
   struct ctl *c = arg;
-  const char *name = ctl_meta_str(o, "name");
+  const char *name = gq_meta_str(o, "name");
   struct cteam *t = ctl_team(c, name);
   const struct gq_teamquota *q = ctl_quota(c, name);
   const char *coh = q && q->cohort ? q->cohort : "";
@@ -360,7 +360,7 @@ static void quota_update(const json_t *old, const json_t *o, void *arg)
 
 static void pc_changed(const json_t *o, void *arg)
 {
-  mark_all(arg, NULL, ctl_meta_str(o, "name"));
+  mark_all(arg, NULL, gq_meta_str(o, "name"));
 }
 static void pc_update(const json_t *old, const json_t *o, void *arg)
 {
@@ -381,7 +381,7 @@ static void pod_mark(const json_t *o, void *arg)
 }
 static void pod_key(const json_t *o, char *buf, size_t len)
 {
-  snprintf(buf, len, "%s/%s", ctl_meta_str(o, "namespace"), ctl_meta_str(o, "name"));
+  snprintf(buf, len, "%s/%s", gq_meta_str(o, "namespace"), gq_meta_str(o, "name"));
 }
 
 static void pod_add(const json_t *o, void *arg)
@@ -447,7 +447,7 @@ static void node_changed(const json_t *o, void *arg)
 {
   struct ctl *c = arg;
   const struct gq_node *n = gq_informer_typed(c->inf_nodes,
-                                              ctl_meta_str(o, "name"));
+                                              gq_meta_str(o, "name"));
 
   if (n)
     disrupt_node(c, n);
@@ -1138,7 +1138,7 @@ static void free_all(struct ctl *c)
   struct cjob *cj, *tj;
   struct cteam *t, *tt;
   struct ccohort *k, *tk;
-  struct cassumed *a, *ta;
+  struct gq_cap_assumed *a, *ta;
   struct cstr *sx, *ts;
 
   c->sq_head[0] = c->sq_head[1] = c->sq_tail[0] = c->sq_tail[1] = NULL;
@@ -1164,11 +1164,11 @@ static void free_all(struct ctl *c)
   status_free(c);
   status_drop_events(c);
   admit_free(c);
-  HASH_ITER(hh, c->assumed, a, ta) {
-    HASH_DEL(c->assumed, a);
+  HASH_ITER(hh, c->cap.assumed, a, ta) {
+    HASH_DEL(c->cap.assumed, a);
     free(a->key);
     free(a->node);
-    jobs_assumed_release(&a->req);
+    gq_capacity_request_free(&a->req);
     free(a);
   }
   HASH_ITER(hh, c->strs, sx, ts) {

@@ -21,7 +21,7 @@
 
 #include "api/client.h"
 #include "controller/metrics.h"
-#include "controller/position.h"
+#include "decide/position.h"
 
 #define GQ_CTL_COMPONENT "gpuq-controller"
 #define GQ_CTL_POSITIONS_NOW GQ_POSITION_EXACT /* kept exact */

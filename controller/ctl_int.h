@@ -20,10 +20,10 @@
 #include "api/leader.h"
 #include "api/pod.h"
 #include "api/teamquota.h"
-#include "controller/assign.h"
+#include "decide/assign.h"
 #include "controller/ctl.h"
 #include "controller/metrics.h"
-#include "controller/snapshot.h"
+#include "decide/snapshot.h"
 #include "queue/queue.h"
 
 /* Where a job stands in gpuq's hands (the API phase is derived from it). */
@@ -178,7 +178,7 @@ struct ccohort {
 
 /* A pod gpuq created (or is creating) that the pod informer has not
  * shown yet: it is committed to the snapshot as if bound. */
-struct cassumed {
+struct gq_cap_assumed {
   char *key; /* "ns/name" of the pod */
   char *node;
   struct gq_podsched req;
@@ -187,7 +187,7 @@ struct cassumed {
 
 /* A pod that holds resources on a node, as the capacity snapshot counts
  * it (owned copies: the informer replaces its pods on every update). */
-struct cpod {
+struct gq_cap_pod {
   char *key;      /* "ns/name" */
   char *node;
   char *job_uid;  /* gpuq's pods: the GpuJob's uid; NULL otherwise */
@@ -232,7 +232,7 @@ struct ctl {
   struct cjob *active;       /* admitted jobs for the tick (ctl_active) */
   struct cteam *teams;       /* by name */
   struct ccohort *cohorts;   /* by name */
-  struct cassumed *assumed;  /* by pod key */
+  struct gq_cap_assumed *assumed;  /* by pod key */
   struct cjob *dirty;        /* jobs to reconcile in the next pass */
   struct clost *lost;        /* nodes reported with lost GPUs */
   /* the capacity snapshot, kept up to date by pod events and assumptions,
@@ -240,7 +240,7 @@ struct ctl {
   struct gq_snapshot snap;
   const struct gq_node **snap_nodes;
   int snap_valid;
-  struct cpod *held;         /* pods holding resources, by key */
+  struct gq_cap_pod *held;         /* pods holding resources, by key */
   struct cjob **preemptors;  /* jobs with resv_nodes (admit.c) */
   size_t n_preemptors;
   struct cjob **draining;    /* jobs in Preempting (disrupt.c) */
@@ -292,7 +292,7 @@ struct ctl {
 
 /* ctl.c */
 /* metadata.<k> of an object as a string, "" when absent (borrowed). */
-const char *ctl_meta_str(const json_t *o, const char *k);
+const char *gq_meta_str(const json_t *o, const char *k);
 void ctl_schedule_pass(struct ctl *c);
 struct cjob *ctl_job(struct ctl *c, const char *uid);
 /* Sets cj->state to CJ_ACTIVE and puts cj on c->active if it is not
@@ -349,10 +349,10 @@ const char *jobs_td_record(enum cj_td td);
 void jobs_preempt(struct ctl *c, struct cjob *cj, struct cjob *by,
                   const char *cause, const char *why);
 /* Copies the requests of r into out with names owned; free with
- * jobs_assumed_release(). */
-void jobs_copy_request(const struct gq_podsched *r, struct gq_podsched *out);
+ * gq_capacity_request_free(). */
+void gq_capacity_request_copy(const struct gq_podsched *r, struct gq_podsched *out);
 /* Frees the owned requests of an assumed pod. */
-void jobs_assumed_release(struct gq_podsched *req);
+void gq_capacity_request_free(struct gq_podsched *req);
 void jobs_pod_seen(struct ctl *c, const json_t *pod, int present);
 void jobs_assume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);
 void jobs_unassume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);

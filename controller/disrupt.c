@@ -25,14 +25,14 @@
  */
 #include "controller/ctl_int.h"
 
-#include "api/match.h"
-#include "api/names.h"
+#include "decide/match.h"
+#include "decide/names.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
 #include "controller/podspec.h"
-#include "controller/preempt.h"
+#include "decide/preempt.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -392,7 +392,7 @@ static int listed(const char *list, const char *key)
 void disrupt_node(struct ctl *c, const struct gq_node *n)
 {
   const struct gq_taint *removal = NULL;
-  struct cpod *r, *rt;
+  struct gq_cap_pod *r, *rt;
   int noexec = 0;
 
   for (size_t i = 0; i < n->n_taints; i++) {
@@ -402,7 +402,7 @@ void disrupt_node(struct ctl *c, const struct gq_node *n)
   }
   if (!removal && !noexec)
     return; /* the common case: nothing to look at */
-  HASH_ITER(hh, c->held, r, rt) {
+  HASH_ITER(hh, c->cap.held, r, rt) {
     struct cjob *cj = r->job_uid ? ctl_job(c, r->job_uid) : NULL;
     const struct gq_pod *p;
     const struct gq_taint *t = removal;
@@ -543,9 +543,9 @@ static int64_t notready_since(const struct gq_node *n)
 
 void disrupt_force_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms)
 {
-  struct cpod *r, *rt;
+  struct gq_cap_pod *r, *rt;
 
-  HASH_ITER(hh, c->held, r, rt) {
+  HASH_ITER(hh, c->cap.held, r, rt) {
     const struct gq_node *n;
     struct cjob *cj;
     const char *slash;

@@ -1,5 +1,5 @@
 /* controller/forecast.c - reservations and backfill (see forecast.h). */
-#include "controller/forecast.h"
+#include "decide/forecast.h"
 
 #include <stdlib.h>
 

@@ -19,7 +19,7 @@
 
 #include "api/gpujob.h"
 #include "api/pod.h"
-#include "controller/place.h"
+#include "decide/place.h"
 
 /* One pod that will free its requests: on node 'node' (name, borrowed),
  * requests 'req' (borrowed; as committed to the snapshot), at end_ms

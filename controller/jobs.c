@@ -14,7 +14,7 @@
  */
 #include "controller/ctl_int.h"
 
-#include "api/names.h"
+#include "decide/names.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/err.h"
@@ -275,7 +275,7 @@ void jobs_pod_seen(struct ctl *c, const json_t *pod, int present)
   snprintf(key, sizeof(key), "%s/%s", ns, name);
   disrupt_pod_seen(c, cj, pod);
   if (present)
-    forget_assumed(c, key);
+    gq_capacity_unassume(&c->cap, key);
   for (i = 0; i < cj->n_pods && strcmp(cj->pods[i], key); i++)
     ;
   if (present && i == cj->n_pods) {
@@ -591,16 +591,16 @@ struct create_ctx {
 
 static void forget_assumed(struct ctl *c, const char *key)
 {
-  struct cassumed *a;
+  struct gq_cap_assumed *a;
 
-  HASH_FIND_STR(c->assumed, key, a);
+  HASH_FIND_STR(c->cap.assumed, key, a);
   if (!a)
     return;
-  HASH_DEL(c->assumed, a);
+  HASH_DEL(c->cap.assumed, a);
   admit_commit(c, a->node, &a->req, -1);
   free(a->key);
   free(a->node);
-  jobs_assumed_release(&a->req);
+  gq_capacity_request_free(&a->req);
   free(a);
 }
 
@@ -610,7 +610,7 @@ static void created_one(struct ctl *c, struct create_ctx *x, int ok)
 
   c->creating--;
   if (!ok)
-    forget_assumed(c, x->pod_key);
+    gq_capacity_unassume(&c->cap, x->pod_key);
   if (cj && cj->attempt == x->attempt && cj->creates_left > 0) {
     cj->creates_left--;
     if (!ok && cj->state == CJ_ACTIVE)
@@ -694,7 +694,7 @@ static void service_done(int rc, const struct gq_k8s_status *st,
 /* The requests of one replica of j, with names owned (an assumption
  * outlives the job document it was made from: the informer replaces it on
  * every update). Only the requests are kept; the rest is empty. */
-void jobs_copy_request(const struct gq_podsched *r, struct gq_podsched *out)
+void gq_capacity_request_copy(const struct gq_podsched *r, struct gq_podsched *out)
 {
   memset(out, 0, sizeof(*out));
   out->node_name = "";
@@ -714,11 +714,11 @@ static void own_request(const struct gq_gpujob *j, struct gq_podsched *out)
   struct gq_podsched r;
 
   gq_place_replica_request(j, &r);
-  jobs_copy_request(&r, out);
+  gq_capacity_request_copy(&r, out);
   gq_place_replica_release(&r);
 }
 
-void jobs_assumed_release(struct gq_podsched *req)
+void gq_capacity_request_free(struct gq_podsched *req)
 {
   for (size_t i = 0; i < req->n_extended; i++)
     free((char *)req->extended[i].name);
@@ -734,14 +734,14 @@ void jobs_assume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
   char name[GQ_POD_NAME_MAX + 1];
 
   for (int32_t r = 0; r < cj->replicas; r++) {
-    struct cassumed *a = gq_xcalloc(1, sizeof(*a));
+    struct gq_cap_assumed *a = gq_xcalloc(1, sizeof(*a));
 
     gq_podspec_pod_name(j, cj->attempt, r, name, sizeof(name));
     a->key = gq_xasprintf("%s/%s", cj->ns, name);
     a->node = gq_xstrdup(cj->nodes[r]);
     own_request(j, &a->req);
-    forget_assumed(c, a->key);
-    HASH_ADD_KEYPTR(hh, c->assumed, a->key, strlen(a->key), a);
+    gq_capacity_unassume(&c->cap, a->key);
+    HASH_ADD_KEYPTR(hh, c->cap.assumed, a->key, strlen(a->key), a);
     admit_commit(c, a->node, &a->req, 1);
   }
 }
@@ -763,7 +763,7 @@ void jobs_unassume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
   for (int32_t r = 0; r < cj->replicas; r++) {
     gq_podspec_pod_name(j, cj->attempt, r, name, sizeof(name));
     snprintf(key, sizeof(key), "%s/%s", cj->ns, name);
-    forget_assumed(c, key);
+    gq_capacity_unassume(&c->cap, key);
   }
 }
 
@@ -855,7 +855,7 @@ static int resume_creates(struct ctl *c, struct cjob *cj,
     gq_podspec_pod_name(j, cj->attempt, r, name, sizeof(name));
     snprintf(key, sizeof(key), "%s/%s", cj->ns, name);
     if (gq_informer_get(c->inf_pods, key))
-      forget_assumed(c, key);
+      gq_capacity_unassume(&c->cap, key);
   }
   GQ_LOG(GQ_INFO, &lc, "job %s attempt %lld: pods missing after a restart; "
          "creating them again", cj->key, (long long)cj->attempt);
@@ -1071,7 +1071,7 @@ static void list_teams(struct ctl *c, char *buf, size_t len)
   buf[0] = '\0';
   json_array_foreach(all, i, o) {
     int n = snprintf(buf + off, len - off, "%s'%s'", i ? ", " : "",
-                     ctl_meta_str(o, "name"));
+                     gq_meta_str(o, "name"));
     if (n < 0 || (size_t)n >= len - off)
       break;
     off += (size_t)n;
@@ -1086,13 +1086,13 @@ static void list_teams(struct ctl *c, char *buf, size_t len)
 static int pods_seen(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
 {
   char name[GQ_POD_NAME_MAX + 1], key[600];
-  struct cassumed *a;
+  struct gq_cap_assumed *a;
   int n = 0;
 
   for (int32_t r = 0; r < cj->replicas; r++) {
     gq_podspec_pod_name(j, cj->attempt, r, name, sizeof(name));
     snprintf(key, sizeof(key), "%s/%s", cj->ns, name);
-    HASH_FIND_STR(c->assumed, key, a);
+    HASH_FIND_STR(c->cap.assumed, key, a);
     n += a || gq_informer_get(c->inf_pods, key);
   }
   return n;

@@ -21,7 +21,7 @@
 #include "api/client.h"
 #include "api/gpujob.h"
 #include "api/kubeconfig.h"
-#include "api/names.h"
+#include "decide/names.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"

@@ -1,5 +1,5 @@
 /* controller/place.c - gang placement (see place.h). */
-#include "controller/place.h"
+#include "decide/place.h"
 
 #include <stdio.h>
 #include <stdlib.h>

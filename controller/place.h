@@ -32,11 +32,11 @@
 #include <stdint.h>
 
 #include "api/gpujob.h"
-#include "api/match.h"
+#include "decide/match.h"
 #include "api/node.h"
 #include "api/pod.h"
 #include "api/teamquota.h" /* GQ_FLAVOR_ANY */
-#include "controller/snapshot.h"
+#include "decide/snapshot.h"
 
 /* The request of one replica of j: the template's effective requests with
  * j->gpu_resource set to j->gpus_per_replica (requests = limits, DESIGN

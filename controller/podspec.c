@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "api/names.h"
+#include "decide/names.h"
 #include "api/node.h"
 
 #define HOSTNAME_LABEL "kubernetes.io/hostname"

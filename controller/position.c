@@ -1,6 +1,6 @@
 /* controller/position.c - which queue positions gpuq writes (see
  * position.h). */
-#include "controller/position.h"
+#include "decide/position.h"
 
 int gq_position_due(int64_t shown, int64_t exact, int64_t exact_k)
 {

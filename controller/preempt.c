@@ -1,5 +1,5 @@
 /* controller/preempt.c - preemption decisions (see preempt.h). */
-#include "controller/preempt.h"
+#include "decide/preempt.h"
 
 #include <stdlib.h>
 #include <string.h>

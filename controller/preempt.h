@@ -12,9 +12,9 @@
 #include "api/gpujob.h"
 #include "api/pod.h"
 #include "api/teamquota.h"
-#include "controller/assign.h"
-#include "controller/snapshot.h"
-#include "queue/quota.h"
+#include "decide/assign.h"
+#include "decide/snapshot.h"
+#include "decide/quota.h"
 
 /* GPU-seconds a running attempt would lose if it stopped at now_ms without
  * writing a new checkpoint: gpus x the time since its last checkpoint.

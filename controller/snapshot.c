@@ -1,5 +1,5 @@
 /* controller/snapshot.c - the capacity snapshot (see snapshot.h). */
-#include "controller/snapshot.h"
+#include "decide/snapshot.h"
 
 #include <stdlib.h>
 #include <string.h>

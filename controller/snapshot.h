@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/match.h"
+#include "decide/match.h"
 #include "api/node.h"
 #include "api/pod.h"
 

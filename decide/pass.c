@@ -22,8 +22,8 @@
 
 #include "base/alloc.h"
 #include "base/err.h"
-#include "controller/place.h"
-#include "controller/preempt.h"
+#include "decide/place.h"
+#include "decide/preempt.h"
 
 #define WHY_LEN 1024  /* a status message: status_set()'s buffer */
 #define NAMES_LEN 512 /* node or job names joined in a message */

@@ -50,12 +50,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/gpujob.h"
-#include "api/teamquota.h"
-#include "controller/assign.h"
-#include "controller/forecast.h"
-#include "controller/snapshot.h"
-#include "queue/quota.h"
+#include "decide/gpujob.h"
+#include "decide/teamquota.h"
+#include "decide/assign.h"
+#include "decide/forecast.h"
+#include "decide/snapshot.h"
+#include "decide/quota.h"
 
 /* ---- limits ------------------------------------------------------------ */
 

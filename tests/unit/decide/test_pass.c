@@ -28,7 +28,7 @@
 #include "api/teamquota.h"
 #include "base/alloc.h"
 #include "base/err.h"
-#include "controller/place.h"
+#include "decide/place.h"
 #include "decide/pass.h"
 #include "tests/support/fixture.h"
 
