@@ -1,32 +1,30 @@
-/* controller/admit.c - the admission pass (DESIGN §4).
+/* controller/admit.c - the admission pass driver (DESIGN §4).
  *
- * Decide, then act. The pass builds a capacity snapshot from the cache
- * (nodes; every pod that holds resources, bound or pinned; pods gpuq has
- * assumed but not seen yet), then, per cohort, repeatedly takes the team
- * that goes first (queue/quota.c's gq_quota_order: within-nominal heads
- * first, then lowest weighted dominant share) and tries its head job with
- * controller/assign.c (quota line, then nodes for the whole gang). A head
- * that fits is admitted in this same pass, and the next head of its team
- * is tried: every job that fits is admitted in one pass, not one per team.
+ * Decide, then act. The decision is decide/pass.c's, a pure function
+ * over plain views of the store: per cohort, the team that goes first
+ * (fair share) has its head job tried (quota line, then nodes for the
+ * whole gang); every job that fits is admitted in the same pass; a head
+ * that fits its quota but not the free capacity may preempt, or gets a
+ * forecast (its ETA) and, the first in the cohort, a reservation that only
+ * jobs known to end before it may backfill (EASY). decide/pass.h says
+ * what it decides and in which steps.
  *
- * A head that fits its quota but not the free capacity gets a forecast
- * (controller/forecast.c: where and when it will fit, from the expected
- * ends of running jobs), its status.estimatedStartTime. The first such
- * head of the cohort in the pass also gets a reservation: the capacity it
- * waits for is committed to the snapshot, so later jobs can only use it if
- * they are known to end before the reservation starts (EASY backfilling:
- * one reservation, see reserve()). A head refused by quota stops its team for
- * the pass (strict order within a team: a smaller job behind it does not
- * take the quota it waits for). At most BF_MAX jobs behind a blocked head
- * are tried per team and pass (Slurm's bf_max_job_test plays this role),
- * and a job whose placement shape already failed in this pass is not
- * placed again (capacity only shrinks within a pass).
- *
- * Acting: each admission is one admit script in Redis, conditional on the
- * cohort's ledger version; its pods are created when Redis says ok.
+ * This file drives it and acts on what it decides:
+ *   - the capacity snapshot, kept between passes from pod events and
+ *     assumptions (below; the pass decides over it without copying it);
+ *   - the pass's input: for each cohort its teams, their TeamQuotas,
+ *     ledger use and admitted priorities, and, when the pass asks for them
+ *     (it reads only as far as it gets), the views of the queued jobs, the
+ *     expected ends of the held pods (forecasts) and the running jobs that
+ *     could be preempted;
+ *   - the plan, applied in the order it was decided: each admission is
+ *     one admit script in Redis, conditional on the cohort's ledger
+ *     version, and its pods are created when Redis says ok; victims are
+ *     preempted (jobs_preempt), preemptors' reservations kept, and every
+ *     job the pass looked at gets its reason, message and ETA written.
  *
  * --policy fifo replaces the decision with the plain baseline that
- * bench/replay compares gpuq with (decide_cohort_fifo).
+ * bench/replay compares gpuq with (gq_pass_fifo).
  */
 #include "controller/ctl_int.h"
 
@@ -34,68 +32,14 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
-#include "decide/forecast.h"
-#include "decide/place.h"
-#include "decide/preempt.h"
 #include "decide/snapshot.h"
+#include "decide/pass.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define BF_MAX 32           /* jobs tried behind a blocked head per team */
-/* Reservations (forecasts) computed per pass, for the blocked heads of the
- * teams that go first: each costs a placement over every node and a sort
- * of every release (milliseconds at 2,000 nodes), and a pass must stay
- * well under the 10 ms gpuq allows from freed capacity to a pod create.
- * Fair-share order rotates the teams, so every blocked head gets its
- * reservation and ETA refreshed within a few passes. */
-#define FORECASTS_MAX 4
-#define TRIES_MAX 20000     /* placements tried per pass; then a new pass */
-#define PREEMPT_MAX 2       /* victim searches per pass (each tries several
-                               placements) */
-/* Admissions per pass; then a new pass on the next loop turn, so that the
- * admit scripts and pod creates of the first ones go out (and the API
- * server works on them) while the rest are decided: filling 2,000 free
- * slots at once took 1.1 s of deciding before the first write left. */
-#define ADMITS_MAX 100
-
 static const struct gq_lc lc = {"controller", "admit", NULL};
-
-struct resv { /* one replica of a reservation, committed to the snapshot */
-  const char *node;
-  struct gq_podsched req;
-  const struct cjob *owner; /* a preemptor's (kept across passes), or NULL:
-                               a forecast's (this pass only) */
-  int committed;
-};
-
-struct pass {
-  struct ctl *c;
-  struct gq_snapshot *s; /* the controller's, kept up to date */
-  struct gq_forecast_release *rel;
-  size_t n_rel, cap_rel;
-  int rel_built;
-  struct resv *resv;
-  size_t n_resv, cap_resv;
-  int64_t resv_min; /* earliest reservation start, -1 none */
-  int forecasts, tries, preempts, admits;
-  int cohort_resv; /* the cohort being decided has its one reservation */
-  uint64_t *failed; /* shapes that found no capacity (hash, team, bf) */
-  size_t n_failed, cap_failed;
-  int64_t now_ms;
-  int blocked_capacity; /* some job waits for capacity */
-};
-
-static void add_rel(struct pass *p, const char *node,
-                    const struct gq_podsched *req, int64_t end_ms)
-{
-  if (p->n_rel == p->cap_rel) {
-    p->cap_rel = p->cap_rel ? 2 * p->cap_rel : 256;
-    p->rel = gq_xrealloc(p->rel, p->cap_rel * sizeof(*p->rel));
-  }
-  p->rel[p->n_rel++] = (struct gq_forecast_release){node, req, end_ms};
-}
 
 /* ---- the capacity snapshot, kept between passes -------------------- */
 
@@ -134,97 +78,6 @@ void admit_free(struct ctl *c)
   free(c->draining);
   c->draining = NULL;
   c->n_draining = 0;
-}
-
-/* The forecast's releases, built the first time a pass needs them: when
- * each holder is expected to free its requests. */
-static void build_rel(struct pass *p)
-{
-  struct gq_cap_pod *r, *rt;
-  struct gq_cap_assumed *a, *at;
-
-  HASH_ITER(hh, p->c->cap.held, r, rt) {
-    struct cjob *cj = r->job_uid ? ctl_job(p->c, r->job_uid) : NULL;
-
-    if (!r->committed)
-      continue;
-    if (r->deletion_ms) { /* terminating: gone within its grace */
-      add_rel(p, r->node, &r->req, r->deletion_ms + r->grace_s * 1000);
-    } else if (cj && cj->expected_s >= 0) {
-      int64_t from = cj->start_ms ? cj->start_ms : cj->admitted_ms;
-
-      add_rel(p, r->node, &r->req, from ? from + cj->expected_s * 1000 : -1);
-    } else {
-      add_rel(p, r->node, &r->req, -1);
-    }
-  }
-  HASH_ITER(hh, p->c->cap.assumed, a, at) add_rel(p, a->node, &a->req, -1);
-  p->rel_built = 1;
-}
-
-/* Commits (sign 1) or uncommits (-1) the reservations of owner (NULL:
- * the forecasts'). */
-static void toggle_owned(struct pass *p, const struct cjob *owner, int sign)
-{
-  for (size_t i = 0; i < p->n_resv; i++) {
-    struct resv *rv = &p->resv[i];
-
-    if (rv->owner != owner || rv->committed == (sign > 0))
-      continue;
-    gq_snapshot_commit(p->s, rv->node, &rv->req, sign);
-    rv->committed = sign > 0;
-  }
-}
-
-/* The forecasts' reservations: backfill may use them, never a
- * preemptor's. */
-static void toggle_resv(struct pass *p, int sign)
-{
-  toggle_owned(p, NULL, sign);
-}
-
-static void resv_add(struct pass *p, const char *node,
-                     const struct gq_gpujob *j, const struct cjob *owner)
-{
-  struct resv *rv;
-
-  if (p->n_resv == p->cap_resv) {
-    p->cap_resv = p->cap_resv ? 2 * p->cap_resv : 16;
-    p->resv = gq_xrealloc(p->resv, p->cap_resv * sizeof(*p->resv));
-  }
-  rv = &p->resv[p->n_resv++];
-  rv->node = node;
-  rv->owner = owner;
-  gq_place_replica_request(j, &rv->req);
-  rv->committed = gq_snapshot_commit(p->s, node, &rv->req, 1) == 0;
-}
-
-/* Uncommits every reservation (at the end of a pass). */
-static void resv_clear(struct pass *p)
-{
-  for (size_t i = 0; i < p->n_resv; i++) {
-    if (p->resv[i].committed)
-      gq_snapshot_commit(p->s, p->resv[i].node, &p->resv[i].req, -1);
-    gq_place_replica_release(&p->resv[i].req);
-  }
-  p->n_resv = 0;
-}
-
-static int shape_failed(struct pass *p, uint64_t key)
-{
-  for (size_t i = 0; i < p->n_failed; i++)
-    if (p->failed[i] == key)
-      return 1;
-  return 0;
-}
-
-static void shape_fail(struct pass *p, uint64_t key)
-{
-  if (p->n_failed == p->cap_failed) {
-    p->cap_failed = p->cap_failed ? 2 * p->cap_failed : 64;
-    p->failed = gq_xrealloc(p->failed, p->cap_failed * sizeof(*p->failed));
-  }
-  p->failed[p->n_failed++] = key;
 }
 
 /* ---- acting on a decision ------------------------------------------- */
@@ -312,17 +165,14 @@ static void admitted(int rc, const char *state, long long value, void *arg)
   free(x);
 }
 
-/* Records the decision to admit cj on nodes out[] under assignment a, and
- * sends the admit script. */
-static void decide_admit(struct pass *p, struct ccohort *k, struct cjob *cj,
-                         const struct gq_gpujob *j,
-                         const struct gq_assignment *a, const size_t *out)
+static void act_admit(struct ctl *c, struct ccohort *k,
+                      const struct gq_plan_admit *ad)
 {
-  struct ctl *c = p->c;
+  struct cjob *cj = ad->job;
+  const struct gq_gpujob *j = ad->spec;
+  const struct gq_assignment *a = &ad->a;
   struct admit_ctx *x;
   struct gq_qjob qj;
-  char nodes[512];
-  size_t off = 0;
   int rc;
 
   /* what it takes is committed by jobs_assume() below */
@@ -335,27 +185,17 @@ static void decide_admit(struct pass *p, struct ccohort *k, struct cjob *cj,
   cj->state = CJ_ADMITTING;
   cj->attempt++;
   cj->nodes = gq_xcalloc((size_t)j->replicas, sizeof(*cj->nodes));
-  for (int32_t i = 0; i < j->replicas; i++) {
-    int n;
-
-    cj->nodes[i] = gq_xstrdup(p->s->nodes[out[i]].node->meta.name);
-    n = snprintf(nodes + off, sizeof(nodes) - off, "%s%s", i ? "," : "",
-                 cj->nodes[i]);
-    if (n > 0 && (size_t)n < sizeof(nodes) - off)
-      off += (size_t)n;
-  }
+  for (int32_t i = 0; i < j->replicas; i++)
+    cj->nodes[i] = gq_xstrdup(ad->nodes[i]);
   cj->flavor = ctl_intern(c, a->key);
   cj->pass_ms = gq_clock_mono_ms();
   jobs_use(c, cj, 1);
   jobs_assume(c, cj, j);
-  status_set(cj, a->verdict == GQ_Q_FITS_BORROWING ? "AdmittedBorrowing"
-                                                   : "Admitted",
-             "admitted on %s (flavor %s%s)", nodes, a->flavor,
-             a->verdict == GQ_Q_FITS_BORROWING ? ", borrowing" : "");
+  status_set(cj, ad->reason, "%s", ad->message);
   x = gq_xcalloc(1, sizeof(*x));
   /* the event waits for Redis's yes: a refused admit is no admission */
   x->event = gq_xasprintf("attempt %lld admitted on %s (flavor %s%s)",
-                          (long long)cj->attempt, nodes, a->flavor,
+                          (long long)cj->attempt, ad->nodes_str, a->flavor,
                           a->verdict == GQ_Q_FITS_BORROWING
                               ? ", borrowing idle cohort GPUs"
                               : "");
@@ -375,60 +215,72 @@ static void decide_admit(struct pass *p, struct ccohort *k, struct cjob *cj,
     admitted(rc, "", 0, x);
 }
 
-/* ---- deciding, per cohort ------------------------------------------- */
-
-struct cohort_pass {
-  struct cteam **teams;
-  const struct gq_teamquota **tq;
-  struct gq_qteam *qt;
-  size_t n;
-  struct gq_ledger_use *use;
-  size_t n_use, cap_use;
-};
-
-static void use_add(struct cohort_pass *cp, size_t team, const char *key,
-                    int64_t gpus)
+/* Preemptor r->job keeps r's nodes reserved from pass to pass until it is
+ * admitted, leaves the queue, or finds its victims gone and still does
+ * not fit (c->preemptors, preemptor_views()). */
+static void act_reserve(struct ctl *c, const struct gq_plan_resv *r)
 {
-  for (size_t i = 0; i < cp->n_use; i++)
-    if (cp->use[i].team == team && !strcmp(cp->use[i].flavor, key)) {
-      cp->use[i].gpus += gpus;
-      return;
-    }
-  if (cp->n_use == cp->cap_use) {
-    cp->cap_use = cp->cap_use ? 2 * cp->cap_use : 16;
-    cp->use = gq_xrealloc(cp->use, cp->cap_use * sizeof(*cp->use));
-  }
-  /* a copy: key may point into a team's use array, which jobs_use()
-   * reallocates when an admission of this pass adds a flavor to it */
-  cp->use[cp->n_use++] = (struct gq_ledger_use){team, gq_xstrdup(key), gpus};
+  struct cjob *cj = r->job;
+
+  store_unreserve(c, cj); /* none: the pass dropped it before */
+  cj->resv_nodes = gq_xcalloc(r->n + 1, sizeof(*cj->resv_nodes));
+  for (size_t i = 0; i < r->n; i++)
+    cj->resv_nodes[i] = gq_xstrdup(r->nodes[i]);
+  c->preemptors = gq_xrealloc(c->preemptors, (c->n_preemptors + 1) *
+                                                 sizeof(*c->preemptors));
+  c->preemptors[c->n_preemptors++] = cj;
 }
 
-/* ---- preemption (DESIGN §4, decide/preempt.h) ------------------ */
-
-#define PREEMPT_RETRY_MS 2000 /* a fruitless victim search waits (real ms) */
-
-/* At the start of a pass: the GPUs reserved for each preemptor still
- * waiting are committed, so that nobody else (its victims included) takes
- * the hole its victims leave (no thrashing); they stay reserved until it
- * is admitted, leaves the queue, or finds its victims gone and still does
- * not fit. */
-static void preemptor_resv(struct pass *p)
+static void act_status(struct ctl *c, const struct gq_plan_status *u)
 {
-  struct ctl *c = p->c;
+  struct cjob *cj = u->job;
 
-  for (size_t i = 0; i < c->n_preemptors;) {
-    struct cjob *cj = c->preemptors[i];
-    const struct gq_gpujob *j = ctl_job_spec(c, cj);
+  if (u->set_eta)
+    cj->eta_ms = u->eta_ms;
+  status_set(cj, u->reason, "%s", u->message);
+  if (u->event_reason)
+    status_event(c, cj, "Normal", u->event_reason, "%s", u->event_message);
+  status_flush(c, cj);
+}
 
-    if (cj->state != CJ_QUEUED || !j) {
-      store_unreserve(c, cj); /* moves the last one to i */
-      continue;
+/* Applies cohort k's plan, step by step in the order it was decided. */
+static void plan_apply(struct ctl *c, struct ccohort *k,
+                       const struct gq_plan *pl)
+{
+  for (size_t i = 0; i < pl->n_steps; i++) {
+    const struct gq_plan_step *st = &pl->steps[i];
+    const struct gq_plan_victim *v;
+    struct cjob *cj = st->job;
+
+    switch (st->op) {
+    case GQ_PLAN_ADMIT:
+      act_admit(c, k, &pl->admits[st->i]);
+      break;
+    case GQ_PLAN_UNRESERVE: /* admitted, or its victims are gone */
+      store_unreserve(c, cj);
+      break;
+    case GQ_PLAN_SEARCHED: /* the next search waits (real ms) */
+      cj->preempt_ms = pl->mono_ms;
+      break;
+    case GQ_PLAN_RESERVE:
+      act_reserve(c, &pl->resvs[st->i]);
+      break;
+    case GQ_PLAN_VICTIM:
+      v = &pl->victims[st->i];
+      jobs_preempt(c, v->job, v->by, v->cause, v->why);
+      break;
+    case GQ_PLAN_STATUS:
+      act_status(c, &pl->status[st->i]);
+      break;
     }
-    for (char **n = cj->resv_nodes; *n; n++)
-      resv_add(p, *n, j, cj);
-    i++;
   }
 }
+
+/* ---- the pass's input ----------------------------------------------- */
+
+/* Queued jobs first given to the pass per team; then twice as many each
+ * time it asks: a pass reads a few jobs of most teams. */
+#define VIEWS_FIRST 4
 
 struct pcand { /* a candidate victim and the pods that hold for it */
   struct cjob *cj;
@@ -439,90 +291,119 @@ struct pcand { /* a candidate victim and the pods that hold for it */
   UT_hash_handle hh;
 };
 
-static void victim_why(struct cjob *v, struct cjob *by, int same, char *buf,
-                       size_t len)
+/* One cohort's input (decide/pass.h), and what its views point to. */
+struct cohort_in {
+  struct gq_pass_cohort in;
+  struct gq_pass_team *teams;
+  struct cteam **ct;
+  struct gq_pass_job **jobs;      /* per team (owned) */
+  struct gq_pass_prio *prio;      /* every team's, one after the other */
+  size_t n_prio;
+  struct gq_ledger_use *use;      /* flavor keys borrowed from the teams */
+  size_t n_use;
+  struct gq_pass_draining *draining;
+  struct gq_pass_cand *cands;
+  struct pcand *byuid, **list;
+};
+
+/* The whole pass: the decision's state and the releases it asked for. */
+struct drive {
+  struct ctl *c;
+  struct gq_pass *p;
+  struct gq_forecast_release *rel;
+  size_t n_rel;
+};
+
+/* Extends team i's views to the next jobs of its queue. */
+static void team_views(struct ctl *c, struct cohort_in *ci, size_t i)
 {
-  if (same)
-    snprintf(buf, len, "preempted for job %s (priority %d > %d) of the same "
-             "team, which needs its GPUs", by->key, (int)by->priority,
-             (int)v->priority);
-  else
-    snprintf(buf, len, "team '%s' runs it on GPUs above its nominal quota; "
-             "team '%s' takes them back for job %s", v->team, by->team,
-             by->key);
+  struct gq_pass_team *t = &ci->teams[i];
+  struct cteam *ct = ci->ct[i];
+  size_t n = t->n_jobs ? 2 * t->n_jobs : VIEWS_FIRST;
+
+  if (n > ct->n)
+    n = ct->n;
+  ci->jobs[i] = gq_xrealloc(ci->jobs[i], (n ? n : 1) * sizeof(**ci->jobs));
+  for (size_t x = t->n_jobs; x < n; x++) {
+    struct cjob *cj = ct->q[x];
+
+    ci->jobs[i][x] = (struct gq_pass_job){
+        cj, cj->key, cj->uid, ctl_job_spec(c, cj), cj->gpus, cj->priority,
+        cj->queued_ms, cj->shape, cj->resv_nodes != NULL, cj->victims_left,
+        cj->preempt_ms};
+  }
+  t->jobs = ci->jobs[i];
+  t->n_jobs = n;
 }
 
-/* 1 if team quota q lets cj preempt within its team (withinTeam
- * LowerPriority) and an admitted job of its team has a lower priority:
- * from the team's count of admitted jobs per priority (jobs_use), not a
- * walk over the admitted jobs (this runs for every blocked head in every
- * pass). */
-static int within_victim(struct ctl *c, const struct gq_teamquota *q,
-                         const struct cjob *cj)
+/* The forecast's releases, built the first time a pass asks: when each
+ * held pod is expected to free its requests. Pods never counted on (no
+ * expected end; assumed pods) are left out. */
+static void releases(struct drive *d)
 {
-  const struct cteam *t;
-
-  if (q->within_team != GQ_WITHIN_LOWER_PRIORITY)
-    return 0;
-  t = ctl_team(c, cj->team);
-  for (size_t i = 0; i < t->n_adm_prio; i++)
-    if (t->adm_prio[i].prio < cj->priority)
-      return 1;
-  return 0;
-}
-
-/* Looks for victims whose GPUs let cj (the blocked head of team ti) run
- * (gq_preempt_select over the running jobs of the cohort), preempts them
- * and reserves their GPUs for cj. Returns 1 if it did. */
-static int try_preempt(struct pass *p, struct cohort_pass *cp, size_t ti,
-                       struct cjob *cj, const struct gq_gpujob *j)
-{
-  struct ctl *c = p->c;
-  struct pcand *byuid = NULL, *pc, *pt, **list = NULL;
-  struct gq_preempt_cand *cand;
-  struct cjob *x;
+  size_t cap = 0;
   struct gq_cap_pod *r, *rt;
-  size_t n = 0, *victims, *out;
-  struct gq_assignment a;
-  struct gq_preempt_ask ask;
-  char names[512], why[1024];
-  size_t off = 0;
-  int rc;
 
-  if (p->preempts >= PREEMPT_MAX || (cj->preempt_ms &&
-      gq_clock_mono_ms() - cj->preempt_ms < PREEMPT_RETRY_MS))
-    return 0;
-  ask = (struct gq_preempt_ask){p->s, j, cj->priority, cp->tq, cp->n, ti,
-                                cp->use, cp->n_use};
-  if (!gq_preempt_may_reclaim(&ask) && !within_victim(c, cp->tq[ti], cj))
-    return 0; /* no candidate could be a victim: no search (each costs
-                 milliseconds at 2,000 nodes, and blocked heads retry) */
-  p->preempts++;
-  cj->preempt_ms = gq_clock_mono_ms();
-  /* the candidates are the admitted jobs that hold pods: found from the
-   * held pods (hundreds), not by walking every job the controller knows
-   * (tens of thousands, most of them done) */
+  HASH_ITER(hh, d->c->cap.held, r, rt) {
+    struct cjob *cj = r->job_uid ? ctl_job(d->c, r->job_uid) : NULL;
+    int64_t end = -1;
+
+    if (!r->committed)
+      continue;
+    if (r->deletion_ms) { /* terminating: gone within its grace */
+      end = r->deletion_ms + r->grace_s * 1000;
+    } else if (cj && cj->expected_s >= 0) {
+      int64_t from = cj->start_ms ? cj->start_ms : cj->admitted_ms;
+
+      end = from ? from + cj->expected_s * 1000 : -1;
+    }
+    if (end < 0)
+      continue;
+    if (d->n_rel == cap) {
+      cap = cap ? 2 * cap : 256;
+      d->rel = gq_xrealloc(d->rel, cap * sizeof(*d->rel));
+    }
+    d->rel[d->n_rel++] = (struct gq_forecast_release){r->node, &r->req, end};
+  }
+  gq_pass_releases(d->p, d->rel, d->n_rel);
+}
+
+static size_t team_index(const struct cohort_in *ci, const char *team)
+{
+  size_t k;
+
+  for (k = 0; k < ci->in.n_teams && strcmp(ci->ct[k]->name, team); k++)
+    ;
+  return k;
+}
+
+/* The pods of the admitted jobs of ci's teams, grouped by job in the
+ * order the held pods are met: found from the held pods (hundreds), not by
+ * walking every job the controller knows (tens of thousands, most of them
+ * done). */
+static size_t cand_pods(struct ctl *c, struct cohort_in *ci)
+{
+  struct pcand *pc;
+  struct gq_cap_pod *r, *rt;
+  size_t n = 0;
+
   HASH_ITER(hh, c->cap.held, r, rt) {
     if (!r->committed || !r->job_uid)
       continue;
-    HASH_FIND_STR(byuid, r->job_uid, pc);
+    HASH_FIND_STR(ci->byuid, r->job_uid, pc);
     if (!pc) {
+      struct cjob *x = ctl_job(c, r->job_uid);
       size_t k;
 
-      x = ctl_job(c, r->job_uid);
-      if (!x || x == cj || x->state != CJ_ACTIVE || !x->has_adm ||
-          x->creates_left)
-        continue;
-      for (k = 0; k < cp->n && strcmp(cp->teams[k]->name, x->team); k++)
-        ;
-      if (k == cp->n)
+      if (!x || x->state != CJ_ACTIVE || !x->has_adm || x->creates_left ||
+          (k = team_index(ci, x->team)) == ci->in.n_teams)
         continue;
       pc = gq_xcalloc(1, sizeof(*pc));
       pc->cj = x;
       pc->team = k;
-      HASH_ADD_KEYPTR(hh, byuid, x->uid, strlen(x->uid), pc);
-      list = gq_xrealloc(list, (n + 1) * sizeof(*list));
-      list[n++] = pc;
+      HASH_ADD_KEYPTR(hh, ci->byuid, x->uid, strlen(x->uid), pc);
+      ci->list = gq_xrealloc(ci->list, (n + 1) * sizeof(*ci->list));
+      ci->list[n++] = pc;
     }
     if (pc->n == pc->cap) {
       pc->cap = pc->cap ? 2 * pc->cap : 4;
@@ -532,445 +413,208 @@ static int try_preempt(struct pass *p, struct cohort_pass *cp, size_t ti,
     pc->nodes[pc->n] = r->node;
     pc->reqs[pc->n++] = &r->req;
   }
-  cand = gq_xcalloc(n + 1, sizeof(*cand));
+  return n;
+}
+
+/* The cohort's preemption candidates, when the pass asks for them (a
+ * victim search is due). */
+static void cands(struct ctl *c, struct cohort_in *ci)
+{
+  size_t n = cand_pods(c, ci);
+
+  ci->cands = gq_xcalloc(n + 1, sizeof(*ci->cands));
   for (size_t i = 0; i < n; i++) {
-    const struct gq_gpujob *xj = ctl_job_spec(c, list[i]->cj);
+    struct cjob *x = ci->list[i]->cj;
+    const struct gq_gpujob *xj = ctl_job_spec(c, x);
 
-    x = list[i]->cj;
-    cand[i] = (struct gq_preempt_cand){
-        list[i]->team, x->priority, x->gpus, x->flavor,
-        gq_preempt_at_risk(p->now_ms, x->start_ms, x->ckpt_ms,
-                           xj ? xj->checkpoint_interval_s : -1, x->gpus),
-        xj && xj->preemptible && list[i]->n > 0, list[i]->n,
-        list[i]->nodes, list[i]->reqs};
+    ci->cands[i] = (struct gq_pass_cand){
+        x, x->key, ci->list[i]->team, x->priority, x->gpus, x->flavor,
+        x->start_ms, x->ckpt_ms, xj ? xj->checkpoint_interval_s : -1,
+        xj && xj->preemptible, ci->list[i]->n, ci->list[i]->nodes,
+        ci->list[i]->reqs};
   }
-  victims = gq_xcalloc(n + 1, sizeof(*victims));
-  out = gq_xcalloc((size_t)j->replicas, sizeof(*out));
-  rc = gq_preempt_select(&ask, cand, n, victims, &a, out);
-  if (rc > 0) {
-    cj->resv_nodes = gq_xcalloc((size_t)j->replicas + 1,
-                                sizeof(*cj->resv_nodes));
-    for (int32_t i = 0; i < j->replicas; i++)
-      cj->resv_nodes[i] = gq_xstrdup(p->s->nodes[out[i]].node->meta.name);
-    for (int v = 0; v < rc; v++) {
-      struct pcand *vc = list[victims[v]];
-      int same = vc->team == ti;
-      int w;
+  ci->in.cands = ci->cands;
+  ci->in.n_cands = n;
+  ci->in.cands_set = 1;
+}
 
-      victim_why(vc->cj, cj, same, why, sizeof(why));
-      w = snprintf(names + off, sizeof(names) - off, "%s%s", v ? ", " : "",
-                   vc->cj->key);
-      if (w > 0 && (size_t)w < sizeof(names) - off)
-        off += (size_t)w;
-      jobs_preempt(c, vc->cj, cj, same ? "PreemptedByPriority"
-                                       : "QuotaReclaim", why);
-    }
-    c->preemptors = gq_xrealloc(c->preemptors, (c->n_preemptors + 1) *
-                                                   sizeof(*c->preemptors));
-    c->preemptors[c->n_preemptors++] = cj;
-    for (char **nd = cj->resv_nodes; *nd; nd++)
-      resv_add(p, *nd, j, cj);
-    status_set(cj, "WaitingForPreemption", "preempting %d job(s) for its "
-               "%lld GPUs (%s); their GPUs are reserved for it while they "
-               "checkpoint", rc, (long long)cj->gpus, names);
-    status_event(c, cj, "Normal", "Preempting", "preempting %d job(s) to "
-                 "make room: %s", rc, names);
+/* The jobs in Preempting of ci's teams (c->draining, disrupt.c). */
+static void draining_views(struct ctl *c, struct cohort_in *ci)
+{
+  size_t n = 0;
+
+  ci->draining = gq_xcalloc(c->n_draining + 1, sizeof(*ci->draining));
+  for (size_t i = 0; i < c->n_draining; i++) {
+    struct cjob *cj = c->draining[i];
+    const struct gq_gpujob *j = ctl_job_spec(c, cj);
+    size_t ti = team_index(ci, cj->team);
+
+    if (!j || ti == ci->in.n_teams || j->suspend)
+      continue;
+    ci->draining[n++] = (struct gq_pass_draining){cj, j, ti, cj->priority,
+                                                  cj->queued_ms, cj->flavor};
   }
-  HASH_ITER(hh, byuid, pc, pt) {
-    HASH_DEL(byuid, pc);
+  ci->in.draining = ci->draining;
+  ci->in.n_draining = n;
+}
+
+/* Team t (TeamQuota q) as the pass's team n of ci (its adm_prio is set
+ * once every team is in: ci->prio moves meanwhile). */
+static void team_add(struct cohort_in *ci, size_t n, struct cteam *t,
+                     const struct gq_teamquota *q)
+{
+  ci->teams = gq_xrealloc(ci->teams, (n + 1) * sizeof(*ci->teams));
+  ci->ct = gq_xrealloc(ci->ct, (n + 1) * sizeof(*ci->ct));
+  ci->jobs = gq_xrealloc(ci->jobs, (n + 1) * sizeof(*ci->jobs));
+  ci->prio = gq_xrealloc(ci->prio, (ci->n_prio + t->n_adm_prio + 1) *
+                                       sizeof(*ci->prio));
+  for (size_t i = 0; i < t->n_adm_prio; i++)
+    ci->prio[ci->n_prio++] = (struct gq_pass_prio){t->adm_prio[i].prio,
+                                                   t->adm_prio[i].n};
+  ci->ct[n] = t;
+  ci->jobs[n] = NULL;
+  ci->teams[n] = (struct gq_pass_team){t->name, q, NULL, t->n_adm_prio, t->n,
+                                       NULL, 0};
+  ci->use = gq_xrealloc(ci->use, (ci->n_use + t->n_use + 1) *
+                                     sizeof(*ci->use));
+  for (size_t i = 0; i < t->n_use; i++)
+    ci->use[ci->n_use++] = (struct gq_ledger_use){n, t->use[i].key,
+                                                  t->use[i].gpus};
+}
+
+/* Cohort k's input: its teams (those whose TeamQuota names it) and their
+ * ledger use; the jobs in Preempting for gpuq's policy. */
+static void cohort_input(struct ctl *c, struct ccohort *k,
+                         struct cohort_in *ci)
+{
+  struct cteam *t, *tt;
+  size_t n = 0;
+
+  memset(ci, 0, sizeof(*ci));
+  HASH_ITER(hh, c->teams, t, tt) {
+    const struct gq_teamquota *q = ctl_quota(c, t->name);
+
+    if (!q || ctl_cohort(c, q->cohort, t->name) != k)
+      continue;
+    team_add(ci, n++, t, q);
+  }
+  for (size_t i = 0, off = 0; i < n; off += ci->teams[i++].n_adm_prio)
+    ci->teams[i].adm_prio = ci->prio + off;
+  ci->in.teams = ci->teams;
+  ci->in.n_teams = n;
+  ci->in.has_cohort = *k->redis_cohort != '\0';
+  ci->in.use = ci->use;
+  ci->in.n_use = ci->n_use;
+  if (n && !c->o.fifo)
+    draining_views(c, ci);
+}
+
+static void cohort_input_free(struct cohort_in *ci)
+{
+  struct pcand *pc, *pt;
+
+  HASH_ITER(hh, ci->byuid, pc, pt) {
+    HASH_DEL(ci->byuid, pc);
     free(pc->nodes);
     free(pc->reqs);
     free(pc);
   }
-  free(list);
-  free(cand);
-  free(victims);
-  free(out);
-  return rc > 0;
+  for (size_t i = 0; i < ci->in.n_teams; i++)
+    free(ci->jobs[i]);
+  free(ci->list);
+  free(ci->cands);
+  free(ci->draining);
+  free(ci->use);
+  free(ci->teams);
+  free(ci->ct);
+  free(ci->jobs);
+  free(ci->prio);
 }
 
-/* A job in Preempting keeps its place in its team's queue (DESIGN §5): if
- * it goes before its team's head, the capacity where it would run now is
- * reserved for it for this pass, so that no lower job (of any team) takes
- * what frees while its old pods checkpoint; once they are gone it is
- * queued again at that place and admitted there. */
-static void draining_resv(struct pass *p, struct cohort_pass *cp)
+/* The preemptors still waiting (c->preemptors): their reserved GPUs are
+ * committed for the whole pass, so that nobody else (their victims
+ * included) takes the hole the victims leave. A preemptor no longer
+ * queued (admitted, gone) loses its reservation here. */
+static struct gq_pass_preemptor *preemptor_views(struct ctl *c, size_t *n)
 {
-  struct ctl *c = p->c;
+  struct gq_pass_preemptor *v = gq_xcalloc(c->n_preemptors + 1, sizeof(*v));
 
-  for (size_t i = 0; i < c->n_draining; i++) {
-    struct cjob *cj = c->draining[i];
+  *n = 0;
+  for (size_t i = 0; i < c->n_preemptors;) {
+    struct cjob *cj = c->preemptors[i];
     const struct gq_gpujob *j = ctl_job_spec(c, cj);
-    const char *flavor = strrchr(cj->flavor, ':');
-    struct cjob *head;
-    size_t ti, *out;
 
-    for (ti = 0; ti < cp->n && strcmp(cp->teams[ti]->name, cj->team); ti++)
-      ;
-    if (!j || ti == cp->n || j->suspend)
+    if (cj->state != CJ_QUEUED || !j) {
+      store_unreserve(c, cj); /* moves the last one to i */
       continue;
-    head = cp->teams[ti]->n ? cp->teams[ti]->q[0] : NULL;
-    if (head && (head->priority > cj->priority ||
-                 (head->priority == cj->priority &&
-                  head->queued_ms < cj->queued_ms)))
-      continue; /* not the best waiting job of its team */
-    flavor = flavor ? flavor + 1 : cj->flavor;
-    out = gq_xcalloc((size_t)j->replicas, sizeof(*out));
-    if (gq_place_job(p->s, j, flavor, out, NULL, 0) == 0)
-      for (int32_t r = 0; r < j->replicas; r++)
-        resv_add(p, p->s->nodes[out[r]].node->meta.name, j, cj);
-    free(out);
-  }
-}
-
-/* Forecasts when blocked head cj fits (its ETA) and, for the first blocked
- * head of the cohort in this pass only (p->cohort_resv unset), commits the
- * capacity it waits for to the snapshot as a reservation. One reservation
- * per cohort and pass is EASY backfilling's rule (Lifka, "The ANL/IBM SP
- * scheduling system", JSSPP 1995): reserving for every team's blocked head
- * at once would hold more GPUs idle than the backfill can fill (measured
- * with bench/replay on the Philly trace). */
-static void reserve(struct pass *p, struct cjob *cj, const struct gq_gpujob *j,
-                    const char *flavor)
-{
-  size_t *out;
-  int64_t start = -1;
-
-  if (p->forecasts >= FORECASTS_MAX)
-    return; /* its last forecast (ETA) stands until a later pass */
-  out = gq_xcalloc((size_t)j->replicas, sizeof(*out));
-  if (!p->rel_built)
-    build_rel(p);
-  p->forecasts++;
-  if (gq_forecast_start(p->s, j, flavor, p->rel, p->n_rel, p->now_ms, &start,
-                        out) == 0 &&
-      start >= 0 && !p->cohort_resv) {
-    for (int32_t i = 0; i < j->replicas; i++)
-      resv_add(p, p->s->nodes[out[i]].node->meta.name, j, NULL);
-    if (p->resv_min < 0 || start < p->resv_min)
-      p->resv_min = start;
-    p->cohort_resv = 1;
-  }
-  cj->eta_ms = start;
-  free(out);
-}
-
-/* 1 if some line of q for j's resource and products could hold j when the
- * team uses nothing else: gpus <= nominal + borrowingLimit (no limit in a
- * cohort: any amount; no cohort: nominal only). DESIGN §2's limits. */
-static int quota_ever(const struct gq_teamquota *q, const struct gq_gpujob *j,
-                      int has_cohort)
-{
-  for (size_t i = 0; i < q->n_res; i++) {
-    const struct gq_quota_res *r = &q->res[i];
-    int ok = !strcmp(r->resource, j->gpu_resource);
-
-    if (ok && j->n_products && strcmp(r->flavor, GQ_FLAVOR_ANY)) {
-      ok = 0;
-      for (size_t k = 0; k < j->n_products; k++)
-        ok |= !strcmp(j->products[k], r->flavor);
     }
-    if (!ok)
-      continue;
-    if (has_cohort && r->borrow_limit < 0)
-      return 1;
-    if (j->gpus <= r->nominal + (has_cohort ? r->borrow_limit : 0))
-      return 1;
+    v[(*n)++] = (struct gq_pass_preemptor){
+        cj, j, (const char *const *)cj->resv_nodes};
+    i++;
   }
-  return 0;
+  return v;
 }
 
-static void decide_cohort(struct pass *p, struct ccohort *k,
-                          struct cohort_pass *cp)
-{
-  struct ctl *c = p->c;
-  size_t n = cp->n;
-  size_t *heads = gq_xcalloc(n, sizeof(*heads));
-  size_t *order = gq_xcalloc(n, sizeof(*order));
-  int64_t *want = gq_xcalloc(n, sizeof(*want));
-  int *stop = gq_xcalloc(n, sizeof(*stop)), *blocked = gq_xcalloc(n, sizeof(*blocked));
-  int *scanned = gq_xcalloc(n, sizeof(*scanned));
-  struct gq_qcohort qc = {cp->qt, n, *k->redis_cohort != '\0'};
-  char why[1024];
+/* ---- the pass -------------------------------------------------------- */
 
-  draining_resv(p, cp);
-  p->cohort_resv = 0;
+/* Decides cohort k (input ci), answering what the pass asks for, then
+ * applies its plan. */
+static void decide_cohort(struct drive *d, struct ccohort *k,
+                          struct cohort_in *ci)
+{
+  struct ctl *c = d->c;
+  struct gq_plan pl;
+  enum gq_pass_need need;
+  size_t ti = 0;
+
+  gq_plan_init(&pl);
   for (;;) {
-    size_t ti, cnt = 0;
-    struct cjob *cj;
-    const struct gq_gpujob *j;
-    struct gq_assignment a;
-    size_t *out;
-    int bf, rc;
-    uint64_t key;
-
-    for (size_t i = 0; i < n; i++)
-      want[i] = !stop[i] && heads[i] < cp->teams[i]->n
-                    ? cp->teams[i]->q[heads[i]]->gpus
-                    : -1;
-    gq_quota_order(&qc, want, order, &cnt);
-    if (cnt == 0)
+    need = c->o.fifo ? gq_pass_fifo(d->p, &ci->in, &pl, &ti)
+                     : gq_pass_cohort(d->p, &ci->in, &pl, &ti);
+    if (need == GQ_PASS_DONE)
       break;
-    if (p->tries++ >= TRIES_MAX || p->admits >= ADMITS_MAX) {
-      ctl_schedule_pass(c);
-      break;
-    }
-    ti = order[0];
-    cj = cp->teams[ti]->q[heads[ti]];
-    j = ctl_job_spec(c, cj);
-    heads[ti]++;
-    if (!j)
-      continue;
-    bf = p->resv_min >= 0 &&
-         gq_forecast_backfill_allowed(p->now_ms, j->expected_duration_s,
-                                      p->resv_min);
-    key = ((uint64_t)cj->shape << 32) ^ ((uint64_t)ti << 1) ^ (uint64_t)bf;
-    if (shape_failed(p, key)) {
-      if (blocked[ti] && ++scanned[ti] >= BF_MAX)
-        stop[ti] = 1;
-      continue;
-    }
-    out = gq_xcalloc((size_t)j->replicas, sizeof(*out));
-    if (bf)
-      toggle_resv(p, -1);
-    if (cj->resv_nodes) /* what is reserved for it as a preemptor */
-      toggle_owned(p, cj, -1);
-    rc = gq_assign_job(p->s, j, cp->tq, n, ti, cp->use, cp->n_use, &a, out,
-                       why, sizeof(why));
-    if (rc != 0 && cj->resv_nodes)
-      toggle_owned(p, cj, 1);
-    if (bf)
-      toggle_resv(p, 1);
-    if (rc != 0 && cj->resv_nodes && cj->victims_left > 0) {
-      /* its victims are still checkpointing: it waits for them */
-      blocked[ti] = 1;
-      if (rc == GQ_EQUOTA)
-        stop[ti] = 1;
-      status_set(cj, "WaitingForPreemption", "waiting for %d preempted "
-                 "job(s) to checkpoint and release their GPUs",
-                 cj->victims_left);
-      status_flush(c, cj);
-      free(out);
-      continue;
-    }
-    if (cj->resv_nodes) /* admitted, or its victims are gone */
-      store_unreserve(c, cj);
-    if (rc != 0 && !blocked[ti] &&
-        (rc == GQ_ECAPACITY || (rc == GQ_EQUOTA &&
-                                a.verdict == GQ_Q_COHORT_EXHAUSTED)) &&
-        try_preempt(p, cp, ti, cj, j)) {
-      blocked[ti] = 1;
-      if (rc == GQ_EQUOTA)
-        stop[ti] = 1;
-      p->blocked_capacity = 1;
-      status_flush(c, cj);
-      free(out);
-      continue;
-    }
-    if (rc == 0) {
-      p->admits++;
-      decide_admit(p, k, cj, j, &a, out);
-      use_add(cp, ti, cj->flavor, cj->gpus);
-      cp->qt[ti].used += cj->gpus;
-      heads[ti]--; /* it left the queue: the next job took its index */
-    } else if (rc == GQ_ECAPACITY) {
-      p->blocked_capacity = 1;
-      shape_fail(p, key);
-      if (!blocked[ti]) {
-        blocked[ti] = 1;
-        reserve(p, cj, j, a.flavor);
-      } else if (++scanned[ti] >= BF_MAX) {
-        stop[ti] = 1;
-      }
-      status_set(cj, "WaitingForCapacity", "%s", why);
-    } else if (rc == GQ_EQUOTA && !quota_ever(cp->tq[ti], j, qc.has_cohort)) {
-      /* no line could ever hold it: it must not block the jobs behind it */
-      cj->eta_ms = -1;
-      if (a.verdict == GQ_Q_ZERO_QUOTA)
-        status_set(cj, gq_qverdict_reason(a.verdict), "%s", why);
-      else
-        status_set(cj, "ExceedsQuota", "the job needs %lld GPUs, more than "
-                   "team '%s' may ever hold of any flavor it accepts "
-                   "(nominal + borrowingLimit): %s", (long long)j->gpus,
-                   cj->team, why);
-    } else if (rc == GQ_EQUOTA) {
-      stop[ti] = 1;
-      cj->eta_ms = -1;
-      status_set(cj, gq_qverdict_reason(a.verdict), "%s", why);
-    } else {
-      cj->eta_ms = -1;
-      status_set(cj, "NoMatchingQuota", "team '%s' has no quota line for "
-                 "this job: %s", cj->team, why);
-    }
-    free(out);
-    if (rc != 0)
-      status_flush(c, cj);
+    if (need & GQ_PASS_NEED_JOBS)
+      team_views(c, ci, ti);
+    if (need & GQ_PASS_NEED_RELEASES)
+      releases(d);
+    if (need & GQ_PASS_NEED_CANDS)
+      cands(c, ci);
   }
-  free(heads);
-  free(order);
-  free(want);
-  free(stop);
-  free(blocked);
-  free(scanned);
-}
-
-/* The first line of q that j's resource and products accept (as
- * gq_assign_job tries them), or NULL. */
-static const struct gq_quota_res *fifo_line(const struct gq_teamquota *q,
-                                            const struct gq_gpujob *j)
-{
-  for (size_t i = 0; i < q->n_res; i++) {
-    const struct gq_quota_res *r = &q->res[i];
-
-    if (strcmp(r->resource, j->gpu_resource))
-      continue;
-    if (!j->n_products || !strcmp(r->flavor, GQ_FLAVOR_ANY))
-      return r;
-    for (size_t k = 0; k < j->n_products; k++)
-      if (!strcmp(j->products[k], r->flavor))
-        return r;
-  }
-  return NULL;
-}
-
-/* The plain FIFO baseline (--policy fifo), what a simple batch scheduler
- * does and what bench/replay compares gpuq with: the cohort's jobs form
- * one queue in queue-time order (then uid), whatever their team or
- * priority; the head is admitted if its gang fits the free capacity (best
- * fit, as gpuq places) and otherwise blocks every job behind it: no
- * backfill, no reservations, no fair share, no team quota (so no
- * borrowing), and no preemption. Only a job no quota line of its team
- * accepts is passed over, as it could never run. Admission itself (Redis,
- * pods, status) is gpuq's. */
-static void decide_cohort_fifo(struct pass *p, struct ccohort *k,
-                               struct cohort_pass *cp)
-{
-  size_t *heads = gq_xcalloc(cp->n, sizeof(*heads));
-  char why[1024];
-
-  for (;;) {
-    struct cjob *cj = NULL;
-    const struct gq_gpujob *j;
-    const struct gq_quota_res *line;
-    struct gq_assignment a = {0};
-    size_t ti = 0, *out;
-    int rc;
-
-    for (size_t i = 0; i < cp->n; i++) {
-      struct cjob *h = heads[i] < cp->teams[i]->n
-                           ? cp->teams[i]->q[heads[i]]
-                           : NULL;
-
-      if (h && (!cj || h->queued_ms < cj->queued_ms ||
-                (h->queued_ms == cj->queued_ms && strcmp(h->uid, cj->uid) < 0))) {
-        cj = h;
-        ti = i;
-      }
-    }
-    if (!cj)
-      break;
-    if (!(j = ctl_job_spec(p->c, cj))) {
-      heads[ti]++;
-      continue;
-    }
-    if (!(line = fifo_line(cp->tq[ti], j))) {
-      heads[ti]++;
-      cj->eta_ms = -1;
-      status_set(cj, "NoMatchingQuota", "team '%s' has no quota line for "
-                 "resource %s and this job's products", cj->team,
-                 j->gpu_resource);
-      status_flush(p->c, cj);
-      continue;
-    }
-    out = gq_xcalloc((size_t)j->replicas, sizeof(*out));
-    rc = gq_place_job(p->s, j, line->flavor, out, why, sizeof(why));
-    if (rc == 0) {
-      a.line = (size_t)(line - cp->tq[ti]->res);
-      a.flavor = line->flavor;
-      a.verdict = GQ_Q_FITS_NOMINAL;
-      gq_assign_flavor_key(j->gpu_resource, line->flavor, a.key,
-                           sizeof(a.key));
-      decide_admit(p, k, cj, j, &a, out); /* it left the queue */
-    } else {
-      p->blocked_capacity = 1;
-      cj->eta_ms = -1;
-      status_set(cj, "WaitingForCapacity", "first in the FIFO queue: %s",
-                 why);
-      status_flush(p->c, cj);
-    }
-    free(out);
-    if (rc != 0)
-      break; /* the head blocks everything behind it */
-  }
-  free(heads);
-}
-
-/* The team's quota summed over its lines, for ordering teams (shares are
- * judged on totals; the per-line check is gq_assign_job's). */
-static void team_totals(const struct gq_teamquota *q, const struct cteam *t,
-                        struct gq_qteam *out)
-{
-  memset(out, 0, sizeof(*out));
-  out->name = t->name;
-  out->weight = q->weight;
-  for (size_t i = 0; i < q->n_res; i++) {
-    const struct gq_quota_res *r = &q->res[i];
-
-    out->nominal += r->nominal;
-    if (out->borrow_limit >= 0)
-      out->borrow_limit = r->borrow_limit < 0 ? -1
-                                              : out->borrow_limit + r->borrow_limit;
-    if (out->lend_limit >= 0)
-      out->lend_limit = r->lend_limit < 0 ? -1 : out->lend_limit + r->lend_limit;
-  }
-  for (size_t i = 0; i < t->n_use; i++)
-    out->used += t->use[i].gpus;
+  plan_apply(c, k, &pl);
+  if (pl.again) /* a limit stopped it: the rest in a new pass */
+    ctl_schedule_pass(c);
+  gq_plan_release(&pl);
 }
 
 void admit_pass(struct ctl *c)
 {
-  struct pass p = {0};
+  struct drive d = {c, NULL, NULL, 0};
+  struct gq_pass_preemptor *pre;
+  struct gq_pass_in in = {0};
+  struct gq_pass_out out;
   struct ccohort *k, *tk;
   struct cteam *t, *tt;
-  struct cohort_pass cp;
 
-  p.c = c;
-  p.now_ms = gq_clock_now_ms();
-  p.resv_min = -1;
+  in.now_ms = gq_clock_now_ms();
+  in.mono_ms = gq_clock_mono_ms();
+  in.lim = GQ_PASS_LIMITS_DEFAULT;
   if (!c->cap.valid)
     snapshot_rebuild(c);
-  p.s = &c->cap.snap;
-  preemptor_resv(&p);
+  in.snap = &c->cap.snap;
+  pre = preemptor_views(c, &in.n_preemptors);
+  in.preemptors = pre;
+  d.p = gq_pass_begin(&in);
+  free(pre);
   gq_metric_add(c->m_passes, NULL, 1);
   HASH_ITER(hh, c->cohorts, k, tk) {
+    struct cohort_in ci;
+
     if (!k->rebuilt || k->rebuilding)
       continue;
-    memset(&cp, 0, sizeof(cp));
-    HASH_ITER(hh, c->teams, t, tt) {
-      const struct gq_teamquota *q = ctl_quota(c, t->name);
-
-      if (!q || ctl_cohort(c, q->cohort, t->name) != k)
-        continue;
-      cp.teams = gq_xrealloc(cp.teams, (cp.n + 1) * sizeof(*cp.teams));
-      cp.tq = gq_xrealloc(cp.tq, (cp.n + 1) * sizeof(*cp.tq));
-      cp.qt = gq_xrealloc(cp.qt, (cp.n + 1) * sizeof(*cp.qt));
-      cp.teams[cp.n] = t;
-      cp.tq[cp.n] = q;
-      team_totals(q, t, &cp.qt[cp.n]);
-      for (size_t i = 0; i < t->n_use; i++)
-        use_add(&cp, cp.n, t->use[i].key, t->use[i].gpus);
-      cp.n++;
-    }
-    if (cp.n && c->o.fifo)
-      decide_cohort_fifo(&p, k, &cp);
-    else if (cp.n)
-      decide_cohort(&p, k, &cp);
-    free(cp.teams);
-    free(cp.tq);
-    free(cp.qt);
-    for (size_t i = 0; i < cp.n_use; i++)
-      free((char *)cp.use[i].flavor);
-    free(cp.use);
+    cohort_input(c, k, &ci);
+    if (ci.in.n_teams)
+      decide_cohort(&d, k, &ci);
+    cohort_input_free(&ci);
   }
   /* the first positions of each team, at most once a second: each
    * admission shifts them all, and writes must not pile up behind it */
@@ -979,16 +623,9 @@ void admit_pass(struct ctl *c)
     HASH_ITER(hh, c->teams, t, tt)
       status_positions(c, t, GQ_CTL_POSITIONS_NOW);
   }
-  /* free GPUs while jobs wait for capacity: fragmentation */
-  c->frag_gpus = 0;
-  if (p.blocked_capacity)
-    for (size_t i = 0; i < p.s->n; i++) {
-      int64_t f = gq_snapshot_available(p.s, i, GQ_DEFAULT_GPU_RESOURCE);
-
-      c->frag_gpus += f > 0 ? f : 0;
-    }
-  resv_clear(&p); /* committed again by the next pass */
-  free(p.resv);
-  free(p.rel);
-  free(p.failed);
+  /* free GPUs while jobs wait for capacity: fragmentation; the pass's
+   * reservations are uncommitted (committed again by the next pass) */
+  gq_pass_end(d.p, &out);
+  c->frag_gpus = out.free_gpus;
+  free(d.rel);
 }
