@@ -318,17 +318,15 @@ static void owner_checked(int rc, const struct gq_k8s_status *st,
                           const json_t *obj, void *arg)
 {
   struct create_ctx *x = arg;
-  const json_t *refs = json_object_get(json_object_get(obj, "metadata"),
-                                       "ownerReferences");
-  size_t i;
-  const json_t *r;
+  char err[GQ_DEC_MSG_MAX];
+  struct gq_pod p;
   int ours = 0;
 
   (void)st;
-  json_array_foreach(refs, i, r) {
-    if (json_is_true(json_object_get(r, "controller")) &&
-        !strcmp(json_string_value(json_object_get(r, "uid")) ?: "", x->uid))
-      ours = 1;
+  if (rc == 0 && gq_pod_decode(obj, &p, err, sizeof(err)) == 0) {
+    /* the controller ownerReference (api/meta.c), as DESIGN §3 asks */
+    ours = p.meta.owner_uid && !strcmp(p.meta.owner_uid, x->uid);
+    gq_pod_release(&p);
   }
   if (rc == 0 && !ours)
     GQ_LOG(GQ_WARN, &lc, "pod %s exists and is not owned by job uid %s",
