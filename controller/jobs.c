@@ -226,15 +226,34 @@ static void pod_view(const struct gq_pod *p, int flavor, struct gq_life_pod *v)
   v->flavor = flavor ? gq_pod_annotation(p, GQ_ANN_FLAVOR) : NULL;
 }
 
+struct delete_ctx {
+  struct ctl *c;
+  char *uid; /* the job's */
+};
+
+/* A pod delete was answered. A failure (other than the pod being gone or
+ * changed) has the job reconciled again after its backoff (wq_retry), and
+ * that reconcile sends the delete again at once (td_sent_ms cleared). */
 static void delete_done(int rc, const struct gq_k8s_status *st,
                         const json_t *obj, void *arg)
 {
-  struct ctl *c = arg;
+  struct delete_ctx *x = arg;
+  struct ctl *c = x->c;
+  struct cjob *cj = ctl_job(c, x->uid);
 
   (void)obj;
   ctl_write_end(c);
-  if (rc != 0 && rc != GQ_ENOTFOUND && rc != GQ_ECONFLICT)
+  if (rc != 0 && rc != GQ_ENOTFOUND && rc != GQ_ECONFLICT) {
     ctl_api_error(c, "delete", "pod", rc, st);
+    if (cj) {
+      cj->td_sent_ms = 0;
+      wq_retry(c, cj);
+    }
+  } else if (cj) {
+    wq_forget(cj);
+  }
+  free(x->uid);
+  free(x);
 }
 
 /* Deletes every pod of cj that still holds resources and is not being
@@ -245,6 +264,7 @@ static void delete_pods(struct ctl *c, struct cjob *cj)
   for (size_t i = 0; i < cj->n_pods; i++) {
     const struct gq_pod *p = gq_informer_typed(c->inf_pods, cj->pods[i]);
     struct gq_life_pod v;
+    struct delete_ctx *x;
     char path[700];
 
     if (!p)
@@ -254,10 +274,16 @@ static void delete_pods(struct ctl *c, struct cjob *cj)
       continue;
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", p->meta.ns,
              p->meta.name);
+    x = gq_xcalloc(1, sizeof(*x));
+    x->c = c;
+    x->uid = gq_xstrdup(cj->uid);
     ctl_write_begin(c);
     if (gq_kclient_delete_how(c->kc, path, -1, p->meta.uid, CTL_WORK,
-                              delete_done, c) != 0)
+                              delete_done, x) != 0) {
       ctl_write_end(c);
+      free(x->uid);
+      free(x);
+    }
   }
 }
 

@@ -562,8 +562,10 @@ static void fin_done(int rc, const struct gq_k8s_status *st, const json_t *obj,
   (void)obj;
   ctl_write_end(c);
   if (rc != 0 && rc != GQ_ENOTFOUND && rc != GQ_ECONFLICT &&
-      rc != GQ_EINVAL)
+      rc != GQ_EINVAL) { /* not written: again after the job's backoff */
     ctl_api_error(c, "patch", "gpujob finalizers", rc, st);
+    wq_retry(c, ctl_job(c, x->uid));
+  }
   /* a conflict changes nothing we would see: reconcile again now (a
    * failed test op is followed by the watch event of the change) */
   if (rc == GQ_ECONFLICT)

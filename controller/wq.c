@@ -100,6 +100,7 @@ static void later_arm(struct ctl *c)
     uv_timer_stop(&c->wq_timer);
     return;
   }
+  uv_update_time(c->loop); /* the timer counts from the loop's time */
   uv_timer_start(&c->wq_timer, later_fire,
                  first > now ? (uint64_t)(first - now) : 0, 0);
 }
