@@ -241,6 +241,32 @@ int gq_reply_json(const struct gq_rq_reply *rep, int as_hash, json_t **out,
   return 0;
 }
 
+/* The default object functions of the first reader capped, and the copy
+ * with the checking array constructor (see gq_reply_reader_cap()). */
+static redisReplyObjectFunctions capped_fn;
+static void *(*orig_create_array)(const redisReadTask *, int);
+
+static void *capped_create_array(const redisReadTask *task, int elements)
+{
+  if (elements > GQ_REPLY_MAX_ELEMENTS)
+    return NULL; /* the reader fails: nothing is allocated */
+  return orig_create_array(task, elements);
+}
+
+void gq_reply_reader_cap(struct redisReader *r)
+{
+  if (!r || !r->fn || r->fn == &capped_fn || !r->fn->createArray)
+    return;
+  if (!orig_create_array) {
+    capped_fn = *r->fn;
+    orig_create_array = r->fn->createArray;
+    capped_fn.createArray = capped_create_array;
+  }
+  if (r->fn->createArray != orig_create_array)
+    return; /* someone else's functions: leave them */
+  r->fn = &capped_fn;
+}
+
 struct gq_rq_reply *gq_reply_from_hiredis(const struct redisReply *x)
 {
   struct gq_rq_reply *y = gq_xcalloc(1, sizeof(*y));

@@ -22,6 +22,15 @@
 #include "queue/rq.h"
 
 struct redisReply;
+struct redisReader;
+
+/* The most elements an array reply may announce. hiredis allocates the
+ * element vector when it reads the header ("*411111111"), before any
+ * element arrives, and hiredis 0.14 has no limit of its own, so a broken
+ * server or proxy could make the controller allocate gigabytes with a few
+ * bytes (found by fuzz_redis_reply). gpuq's largest replies are a team's
+ * queue (ZRANGE) and a SCAN page; 2^20 members is far above both. */
+#define GQ_REPLY_MAX_ELEMENTS (1 << 20)
 
 /* What was wrong with a malformed reply. 'at' is the index of the top-level
  * element that holds the bad element (for the ledger: 0 is the version,
@@ -72,6 +81,15 @@ int gq_reply_scan(const struct gq_rq_reply *rep, const char **cursor,
  * Returns 0, or GQ_EIO with *out = NULL and the bad element in why. */
 int gq_reply_json(const struct gq_rq_reply *rep, int as_hash, json_t **out,
                   struct gq_reply_why *why);
+
+/* Makes reader r refuse array headers above GQ_REPLY_MAX_ELEMENTS: its
+ * reply-object functions are replaced by a copy whose array constructor
+ * checks the count first and otherwise calls the original. A refused
+ * header is a reader error (hiredis reports it as out of memory; rq then
+ * drops the connection and reconnects). Idempotent; r may be NULL or have
+ * no object functions (then nothing changes). Loop thread only: the
+ * replacement table is one static copy shared by every reader. */
+void gq_reply_reader_cap(struct redisReader *r);
 
 /* Returns a new gq_rq_reply tree mirroring the hiredis reply x (which must
  * not be NULL). Strings are borrowed from x: the tree is valid as long as x

@@ -1011,6 +1011,7 @@ static void connect_to(struct gq_rq *r, const char *ip)
     connect_error(r, ac);
     return;
   }
+  gq_reply_reader_cap(ac->c.reader); /* no gigabyte array headers */
   rc = ev_attach(ac, r->loop);
   if (rc < 0) {
     redisAsyncFree(ac);

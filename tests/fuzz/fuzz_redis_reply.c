@@ -2,7 +2,8 @@
  * hiredis's redisReader (what the client reads off the socket) into
  * replies; each is mirrored as rq.c does and walked by every function, as
  * the ledger of 1 to 3 teams too. Issue 23's seed is a ledger whose GPUs
- * element is an integer. */
+ * element is an integer; oom-array-header is the 60-second run's finding
+ * (a 411-million-element array header; see GQ_REPLY_MAX_ELEMENTS). */
 #include "fuzz.h"
 
 #include "queue/reply.h"
@@ -42,6 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
   if (!rd)
     abort();
+  gq_reply_reader_cap(rd); /* as rq.c does for every connection */
   if (redisReaderFeed(rd, (const char *)data, size) == REDIS_OK) {
     for (int i = 0; i < 64; i++) {
       struct gq_rq_reply *y;

@@ -265,6 +265,31 @@ static void test_from_hiredis(void **state)
   redisReaderFree(rd);
 }
 
+/* fuzz_redis_reply's finding: an array header announcing 411 million
+ * elements made hiredis allocate 3.3 GB before any element arrived. */
+static void test_reader_cap(void **state)
+{
+  static const char huge[] = "*411111111\r\n";
+  static const char ok[] = "*2\r\n:1\r\n:2\r\n";
+  redisReader *rd = redisReaderCreate();
+  void *x = NULL;
+
+  (void)state;
+  gq_reply_reader_cap(rd);
+  gq_reply_reader_cap(rd); /* idempotent */
+  assert_int_equal(redisReaderFeed(rd, ok, sizeof(ok) - 1), REDIS_OK);
+  assert_int_equal(redisReaderGetReply(rd, &x), REDIS_OK);
+  assert_non_null(x);
+  assert_int_equal(((redisReply *)x)->elements, 2);
+  freeReplyObject(x);
+  x = NULL;
+  assert_int_equal(redisReaderFeed(rd, huge, sizeof(huge) - 1), REDIS_OK);
+  assert_int_equal(redisReaderGetReply(rd, &x), REDIS_ERR);
+  assert_null(x);
+  redisReaderFree(rd);
+  gq_reply_reader_cap(NULL);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -274,6 +299,7 @@ int main(void)
       cmocka_unit_test_setup(test_scan, setup),
       cmocka_unit_test_setup(test_json, setup),
       cmocka_unit_test_setup(test_from_hiredis, setup),
+      cmocka_unit_test(test_reader_cap),
   };
 
   return cmocka_run_group_tests(tests, NULL, NULL);
