@@ -4,6 +4,8 @@
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 
 # Debian packages the build, the tests and the demo need. kubectl 1.32 is
@@ -13,13 +15,23 @@ DEPS_PKGS := gcc make cmake pkg-config libcurl4-openssl-dev libjansson-dev \
              libcmocka-dev uthash-dev libssl-dev zlib1g-dev openssl redis-server prometheus \
              gnuplot-nox curl
 
-.PHONY: all deps build build-asan test demo clean
+# make fuzz needs clang and libFuzzer as well; make test does not (it
+# replays the fuzz corpora with gcc), so these stay out of DEPS_PKGS.
+FUZZ_PKGS := clang libclang-rt-14-dev
+
+.PHONY: all deps deps-fuzz build build-asan test fuzz demo clean
 
 all: build
 
-deps:
+deps-fuzz: PKGS = $(DEPS_PKGS) $(FUZZ_PKGS)
+deps-fuzz: install-pkgs
+deps: PKGS = $(DEPS_PKGS)
+deps: install-pkgs
+
+.PHONY: install-pkgs
+install-pkgs:
 	@missing=""; \
-	for p in $(DEPS_PKGS); do \
+	for p in $(PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" \
 	    || missing="$$missing $$p"; \
 	done; \
@@ -54,6 +66,16 @@ test: build build-asan
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -L scenario
 
+# Every libFuzzer harness of tests/fuzz, built with clang in $(FUZZ_BUILD)
+# and run one at a time for FUZZ_SECONDS each over a copy of its corpus;
+# fails on any crash, leak or sanitizer report (tests/fuzz/run.sh; the
+# executions per target go to $(FUZZ_BUILD)/fuzz/report.txt). Pick targets
+# with FUZZ_TARGETS="yaml pod".
+fuzz: deps-fuzz
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGQ_FUZZ=ON
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target gq_fuzz_all
+	tests/fuzz/run.sh $(FUZZ_BUILD)/fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
 # Options: make demo TRACE=... SPEED=... CLUSTER=... EVENTS=... OUT=...
 # (see demo/run.sh).
 demo: build
@@ -61,4 +83,4 @@ demo: build
 	  OUT="$(OUT)" BUILD="$(BUILD)" ./demo/run.sh
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

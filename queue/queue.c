@@ -3,6 +3,8 @@
 
 #include "base/alloc.h"
 #include "base/err.h"
+#include "base/log.h"
+#include "queue/reply.h"
 #include "gq_scripts.h" /* generated from the .lua files in queue/scripts */
 
 #include <stdio.h>
@@ -61,29 +63,29 @@ char *gq_queue_key(const struct gq_queue *q, const char *cohort,
 }
 
 struct call {
+  const char *script; /* static: the name given to eval() */
   gq_queue_cb cb;
   void *arg;
 };
 
-/* Decodes the scripts' {state, value} (or a bare integer) replies. */
+/* Decodes the scripts' {state, value} (or a bare integer) replies. A
+ * malformed one is logged and answered GQ_EIO (the caller retries). */
 static void on_reply(struct gq_rq *r, int status,
                      const struct gq_rq_reply *rep, void *arg)
 {
   struct call *c = arg;
+  struct gq_lc lc = {"queue", c->script, NULL};
+  struct gq_reply_why why;
   const char *state = "";
   long long value = 0;
 
   (void)r;
   if (status == 0 && rep->type == GQ_RQ_ERROR)
     status = GQ_EIO;
-  if (status == 0 && rep->type == GQ_RQ_INTEGER)
-    value = rep->integer;
-  if (status == 0 && rep->type == GQ_RQ_ARRAY && rep->n == 2) {
-    state = rep->elem[0]->str ? rep->elem[0]->str : "";
-    value = rep->elem[1]->type == GQ_RQ_INTEGER
-                ? rep->elem[1]->integer
-                : rep->elem[1]->str ? strtoll(rep->elem[1]->str, NULL, 10)
-                                    : 0;
+  if (status == 0 && gq_reply_result(rep, &state, &value, &why) != 0) {
+    GQ_LOG(GQ_WARN, &lc, "malformed reply to script '%s': %s", c->script,
+           why.what);
+    status = GQ_EIO;
   }
   c->cb(status, state, value, c->arg);
   free(c);
@@ -96,6 +98,7 @@ static int eval(struct gq_queue *q, const char *script, int nkeys,
   struct call *c = gq_xcalloc(1, sizeof(*c));
   int rc;
 
+  c->script = script;
   c->cb = cb;
   c->arg = arg;
   rc = gq_rq_eval(q->rq, script, nkeys, keys, nargs, args, on_reply, c);
@@ -194,39 +197,38 @@ int gq_queue_position(struct gq_queue *q, const char *cohort,
 
 struct ledger_call {
   size_t n_teams;
+  char (*keys)[KEY_MAX]; /* n_teams + 1: the version key, the usage keys */
   gq_queue_ledger_cb cb;
   void *arg;
 };
 
+/* A malformed ledger (an element that is not what ledger.lua returns) is
+ * logged with the key it came from and answered GQ_EIO: the caller reads
+ * it again later, as after any failed read. */
 static void on_ledger(struct gq_rq *r, int status,
                       const struct gq_rq_reply *rep, void *arg)
 {
   struct ledger_call *c = arg;
   struct gq_ledger_use *use = NULL;
-  size_t n = 0, cap = 0;
+  struct gq_reply_why why;
+  size_t n = 0;
   long long ver = 0;
 
   (void)r;
-  if (status == 0 && (rep->type != GQ_RQ_ARRAY || rep->n != c->n_teams + 1))
+  if (status == 0 && rep->type == GQ_RQ_ERROR)
     status = GQ_EIO;
-  if (status == 0) {
-    ver = rep->elem[0]->integer;
-    for (size_t t = 1; t < rep->n; t++) {
-      const struct gq_rq_reply *h = rep->elem[t];
+  if (status == 0 &&
+      gq_reply_ledger(rep, c->n_teams, &ver, &use, &n, &why) != 0) {
+    struct gq_lc lc = {"queue", "ledger",
+                       why.at <= c->n_teams ? c->keys[why.at] : c->keys[0]};
 
-      for (size_t i = 0; i + 1 < h->n; i += 2) {
-        if (n == cap) {
-          cap = cap ? 2 * cap : 16;
-          use = gq_xrealloc(use, cap * sizeof(*use));
-        }
-        use[n].team = t - 1;
-        use[n].flavor = h->elem[i]->str;
-        use[n++].gpus = strtoll(h->elem[i + 1]->str, NULL, 10);
-      }
-    }
+    GQ_LOG(GQ_WARN, &lc, "malformed ledger reply for '%s': %s", lc.key,
+           why.what);
+    status = GQ_EIO;
   }
   c->cb(status, ver, use, n, c->arg);
   free(use);
+  free(c->keys);
   free(c);
 }
 
@@ -246,13 +248,15 @@ int gq_queue_ledger(struct gq_queue *q, const char *cohort,
     keys[i + 1] = k[i + 1];
   }
   c->n_teams = n_teams;
+  c->keys = k; /* kept for the log line of a malformed reply */
   c->cb = cb;
   c->arg = arg;
   rc = gq_rq_eval(q->rq, "ledger", (int)n_teams + 1, keys, 0, NULL, on_ledger,
                   c);
-  if (rc != 0)
+  if (rc != 0) {
     free(c);
+    free(k);
+  }
   free(keys);
-  free(k);
   return rc;
 }

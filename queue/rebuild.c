@@ -3,6 +3,8 @@
 
 #include "base/alloc.h"
 #include "base/err.h"
+#include "base/log.h"
+#include "queue/reply.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -100,46 +102,32 @@ static void want_adm(struct rb *b, const struct gq_rb_adm *a)
 
 static void compare_and_repair(struct rb *b);
 
-static json_t *reply_json(const struct gq_rq_reply *r, int as_hash)
-{
-  json_t *v = as_hash ? json_object() : json_array();
-
-  if (r->type != GQ_RQ_ARRAY)
-    return v;
-  for (size_t i = 0; i < r->n; i++) {
-    const struct gq_rq_reply *e = r->elem[i];
-
-    if (as_hash && i + 1 < r->n) {
-      json_object_set_new(v, e->str ? e->str : "",
-                          json_stringn(r->elem[i + 1]->str
-                                           ? r->elem[i + 1]->str
-                                           : "",
-                                       r->elem[i + 1]->len));
-      i++;
-    } else if (!as_hash) {
-      json_array_append_new(v, json_stringn(e->str ? e->str : "", e->len));
-    }
-  }
-  return v;
-}
-
 struct read_ctx {
   struct rb *b;
   char key[KEY_MAX];
   int zset;
 };
 
+/* A malformed value (an element that is not a string) is logged with its
+ * key and fails the pass (GQ_EIO): nothing is repaired from it. */
 static void on_value(struct gq_rq *r, int status,
                      const struct gq_rq_reply *rep, void *arg)
 {
   struct read_ctx *c = arg;
   struct rb *b = c->b;
+  struct gq_lc lc = {"queue", "rebuild", c->key};
+  struct gq_reply_why why;
+  json_t *v;
 
   (void)r;
-  if (status != 0 || rep->type == GQ_RQ_ERROR)
+  if (status != 0 || rep->type == GQ_RQ_ERROR) {
     b->failed = status ? status : GQ_EIO;
-  else
-    json_object_set_new(b->have, c->key, reply_json(rep, !c->zset));
+  } else if (gq_reply_json(rep, !c->zset, &v, &why) != 0) {
+    GQ_LOG(GQ_WARN, &lc, "malformed reply for '%s': %s", c->key, why.what);
+    b->failed = GQ_EIO;
+  } else {
+    json_object_set_new(b->have, c->key, v);
+  }
   free(c);
   if (--b->pending == 0)
     compare_and_repair(b);
@@ -179,18 +167,26 @@ static void on_scan(struct gq_rq *r, int status,
                     const struct gq_rq_reply *rep, void *arg)
 {
   struct rb *b = arg;
+  struct gq_lc lc = {"queue", "rebuild", b->pattern};
+  struct gq_reply_why why;
   const struct gq_rq_reply *keys;
+  const char *cur;
   char cursor[64];
 
   (void)r;
-  if (status != 0 || rep->type != GQ_RQ_ARRAY || rep->n != 2) {
+  if (status == 0 && rep->type != GQ_RQ_ERROR &&
+      gq_reply_scan(rep, &cur, &keys, &why) != 0) {
+    GQ_LOG(GQ_WARN, &lc, "malformed SCAN reply for '%s': %s", b->pattern,
+           why.what);
+    status = GQ_EIO;
+  }
+  if (status != 0 || rep->type == GQ_RQ_ERROR) {
     b->failed = status ? status : GQ_EIO;
     if (--b->pending == 0)
       compare_and_repair(b);
     return;
   }
-  snprintf(cursor, sizeof(cursor), "%s", rep->elem[0]->str);
-  keys = rep->elem[1];
+  snprintf(cursor, sizeof(cursor), "%s", cur);
   for (size_t i = 0; i < keys->n; i++)
     read_key(b, keys->elem[i]->str);
   if (strcmp(cursor, "0"))

@@ -22,6 +22,7 @@
 #include "base/backoff.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "queue/reply.h"
 
 #include <assert.h>
 #include <hiredis/async.h>
@@ -543,38 +544,6 @@ static int ev_attach(redisAsyncContext *ac, uv_loop_t *loop)
  * Replies
  * ------------------------------------------------------------------------ */
 
-/* Mirrors a hiredis reply. Strings are borrowed from it: both are valid
- * only during the callback. Depth is bounded by hiredis's reader. */
-static struct gq_rq_reply *reply_copy(const redisReply *x)
-{
-  struct gq_rq_reply *y = gq_xcalloc(1, sizeof(*y));
-
-  y->type = x->type;
-  y->integer = x->integer;
-  if (x->type == REDIS_REPLY_STRING || x->type == REDIS_REPLY_STATUS ||
-      x->type == REDIS_REPLY_ERROR) {
-    y->str = x->str;
-    y->len = x->len;
-  }
-  if (x->type == REDIS_REPLY_ARRAY && x->elements > 0) {
-    y->elem = gq_xcalloc(x->elements, sizeof(*y->elem));
-    y->n = x->elements;
-    for (size_t i = 0; i < x->elements; i++)
-      y->elem[i] = reply_copy(x->element[i]);
-  }
-  return y;
-}
-
-static void reply_free(struct gq_rq_reply *y)
-{
-  if (!y)
-    return;
-  for (size_t i = 0; i < y->n; i++)
-    reply_free(y->elem[i]);
-  free(y->elem);
-  free(y);
-}
-
 static int is_noscript(const redisReply *rep)
 {
   return rep->type == REDIS_REPLY_ERROR && rep->len >= 8 &&
@@ -703,11 +672,11 @@ static void op_unlink(struct gq_rq *r, struct rq_op *op)
 static void op_finish(struct rq_op *op, int status, const redisReply *reply)
 {
   struct gq_rq *r = op->r;
-  struct gq_rq_reply *copy = reply ? reply_copy(reply) : NULL;
+  struct gq_rq_reply *copy = reply ? gq_reply_from_hiredis(reply) : NULL;
 
   op_unlink(r, op);
   op->cb(r, status, copy, op->arg);
-  reply_free(copy);
+  gq_reply_free(copy);
   op_free(op);
 }
 
@@ -1042,6 +1011,7 @@ static void connect_to(struct gq_rq *r, const char *ip)
     connect_error(r, ac);
     return;
   }
+  gq_reply_reader_cap(ac->c.reader); /* no gigabyte array headers */
   rc = ev_attach(ac, r->loop);
   if (rc < 0) {
     redisAsyncFree(ac);

@@ -1,0 +1,43 @@
+/* tests/fuzz/fuzz.h - helpers shared by the libFuzzer harnesses.
+ *
+ * Each harness is one .c file defining LLVMFuzzerTestOneInput(): it hands
+ * the fuzzer's bytes to one decoder and releases everything the decoder
+ * returned, so a leak is a finding too. The same file links either with
+ * libFuzzer (clang, -DGQ_FUZZ=ON, `make fuzz`) or with driver.c, which
+ * replays a seed corpus once (gcc, the sanitizer build, `make test`).
+ * Harnesses never print and keep no state between inputs.
+ */
+#ifndef GQ_TESTS_FUZZ_H
+#define GQ_TESTS_FUZZ_H
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The entry point libFuzzer and driver.c call, once per input. data is
+ * borrowed for the call; returns 0 (a kept input). */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Returns a new NUL-terminated copy of data (the caller free()s it). A NUL
+ * inside the bytes ends the string early, as it would for a C caller. */
+static inline char *fuzz_cstr(const uint8_t *data, size_t size)
+{
+  char *s = malloc(size + 1);
+
+  if (!s)
+    abort();
+  if (size)
+    memcpy(s, data, size);
+  s[size] = '\0';
+  return s;
+}
+
+/* Parses data as one JSON document (any value at the top, NULs refused);
+ * returns a new reference, or NULL when it is not JSON. */
+static inline json_t *fuzz_json(const uint8_t *data, size_t size)
+{
+  return json_loadb((const char *)data, size, JSON_DECODE_ANY, NULL);
+}
+
+#endif
