@@ -98,7 +98,7 @@ static void set_obj(struct gq_informer *inf, struct entry *e,
 
 /* The last state of a typed_only object, for a delete handler: its
  * metadata namespace, name and uid (a new reference). */
-static json_t *stub_of(const struct entry *e)
+static json_t *meta_only(const struct entry *e)
 {
   const char *slash = strchr(e->key, '/');
   json_t *m = json_pack("{s:s,s:s}", "uid", e->uid, "resourceVersion", e->rv);
@@ -163,7 +163,7 @@ static void upsert(struct gq_informer *inf, const json_t *obj)
   }
   if (!strcmp(e->rv, rv_of(obj)))
     return; /* same version: nothing changed */
-  old = e->obj ? e->obj : stub_of(e);
+  old = e->obj ? e->obj : meta_only(e);
   old_typed = e->typed;
   HASH_DEL(inf->store, e); /* its key moves with the new block */
   set_ids(e, key, obj);
@@ -186,10 +186,10 @@ static void remove_key(struct gq_informer *inf, const char *key,
     return;
   HASH_DEL(inf->store, e);
   if (inf->h.del) {
-    json_t *stub = last || e->obj ? NULL : stub_of(e);
+    json_t *bare = last || e->obj ? NULL : meta_only(e);
 
-    inf->h.del(last ? last : e->obj ? e->obj : stub, inf->arg);
-    json_decref(stub);
+    inf->h.del(last ? last : e->obj ? e->obj : bare, inf->arg);
+    json_decref(bare);
   }
   free_entry(inf, e);
 }

@@ -50,7 +50,7 @@ struct gq_informer_opts {
                                  JSON); needs a decode hook. The old state
                                  an update handler gets, and the last state
                                  a delete handler gets for a relisted-away
-                                 object, are then stubs: metadata
+                                 object, are then metadata-only objects:
                                  namespace, name, uid, resourceVersion */
 };
 

@@ -33,6 +33,13 @@
 
 struct ctl;
 
+/* A key waiting out its backoff: held by uid, not by record, so that a
+ * job freed meanwhile is simply not found when it is due. */
+struct wq_later {
+  char *uid;
+  int64_t due_ms; /* real (monotonic) ms */
+};
+
 /* One GpuJob, by uid. Holds no pointer into informer stores (they change
  * under it); the decoded job is looked up by key when needed. Kept small
  * (one per queued job: bench/README.md, e2e): its names share one block,

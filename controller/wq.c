@@ -11,13 +11,6 @@
 #define WQ_BASE_MS 5        /* first retry after an error (real ms) */
 #define WQ_MAX_EXP 16       /* 5 ms x 2^16 = 328 s, the longest wait */
 
-/* A key waiting out its backoff: held by uid, not by record, so that a
- * job freed meanwhile is simply not found when it is due. */
-struct wq_later {
-  char *uid;
-  int64_t due_ms; /* real (monotonic) ms */
-};
-
 static void queue_push(struct ctl *c, struct cjob *cj)
 {
   DL_APPEND2(c->wq_head, cj, wq_prev, wq_next);

@@ -40,4 +40,32 @@ static inline json_t *fuzz_json(const uint8_t *data, size_t size)
   return json_loadb((const char *)data, size, JSON_DECODE_ANY, NULL);
 }
 
+/* A patch function of api/patch.h: target and patch borrowed, the result
+ * in *out (new reference) on 0. */
+typedef int (*fuzz_patch_fn)(const json_t *target, const json_t *patch,
+                             json_t **out, char *err, size_t len);
+
+/* The patch harnesses' input: data is a JSON array [target, patch];
+ * anything else that parses is applied as a patch to {}. Runs fn on it and
+ * releases everything; returns 0. */
+static inline int fuzz_patch(const uint8_t *data, size_t size,
+                             fuzz_patch_fn fn)
+{
+  json_t *doc = fuzz_json(data, size), *empty = json_object(), *out = NULL;
+  const json_t *target = empty, *patch = doc;
+  char err[256];
+
+  if (doc) {
+    if (json_is_array(doc) && json_array_size(doc) == 2) {
+      target = json_array_get(doc, 0);
+      patch = json_array_get(doc, 1);
+    }
+    if (fn(target, patch, &out, err, sizeof(err)) == 0)
+      json_decref(out);
+  }
+  json_decref(doc);
+  json_decref(empty);
+  return 0;
+}
+
 #endif

@@ -370,7 +370,7 @@ static void wait_del(struct seen *s, const char *want)
 /* An informer over namespaces named p*: resumes after the sim closes its
  * watches, relists after a 410 and reports the delete it missed. With
  * typed_only it stores the typed form alone (the JSON only for an object
- * the hook rejects) and a missed delete reaches the handler as a stub
+ * the hook rejects) and a missed delete reaches the handler as a metadata-only object
  * naming the object. */
 static void informer_resume_and_relist(const char *p, int typed_only)
 {

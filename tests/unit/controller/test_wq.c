@@ -141,22 +141,29 @@ static void test_backoff(void **state)
   struct fixture *f = *state;
   struct ctl *c = &f->c;
   struct cjob *a = job(c, "a");
-  int64_t t0;
+  int64_t t0, t1;
 
-  wq_retry(c, a);
-  assert_int_equal(wq_len(c), 0); /* not before its time */
+  /* the delays are read from the schedule, not timed: 5 ms, then 10 */
   t0 = gq_clock_mono_ms();
-  while (wq_len(c) == 0)
+  wq_retry(c, a);
+  t1 = gq_clock_mono_ms();
+  assert_int_equal(wq_len(c), 0); /* not before its time */
+  assert_int_equal(c->n_later, 1);
+  assert_true(c->later[0].due_ms >= t0 + 5 && c->later[0].due_ms <= t1 + 5);
+  while (wq_len(c) == 0) /* the timer marks it */
     uv_run(&f->loop, UV_RUN_ONCE);
-  assert_true(gq_clock_mono_ms() - t0 >= 4);
+  assert_true(gq_clock_mono_ms() >= t0 + 5 - 1); /* ms rounding */
+  assert_int_equal(c->n_later, 0);
   assert_ptr_equal(wq_pop(c), a);
   wq_done(c, a);
-  wq_retry(c, a);
-  assert_int_equal(a->wq_fails, 2);
   t0 = gq_clock_mono_ms();
+  wq_retry(c, a);
+  t1 = gq_clock_mono_ms();
+  assert_int_equal(a->wq_fails, 2);
+  assert_true(c->later[0].due_ms >= t0 + 10 &&
+              c->later[0].due_ms <= t1 + 10);
   while (wq_len(c) == 0)
     uv_run(&f->loop, UV_RUN_ONCE);
-  assert_true(gq_clock_mono_ms() - t0 >= 9);
   assert_ptr_equal(wq_pop(c), a);
   wq_done(c, a);
   wq_forget(a);
