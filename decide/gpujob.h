@@ -43,6 +43,23 @@
  * pods alone (DESIGN §6). */
 #define GQ_ANN_FLAVOR "gpuq.dev/flavor"
 #define GQ_ANN_NODE "gpuq.dev/node"
+/* Workloads that are not GpuJobs (docs/integrations.md): gpuq's admission
+ * webhook puts the scheduling gate GQ_GATE_ADMISSION on every GPU pod of a
+ * team namespace that gpuq did not create (and GQ_ANN_MANAGED on it, and
+ * on the batch/v1 Jobs it suspends); the controller queues each as a
+ * GpuJob whose spec.workload names it, and removes the gate (or unsuspends
+ * the Job) when it is admitted. Pods labelled GQ_LBL_POD_GROUP (a name)
+ * and GQ_LBL_POD_GROUP_TOTAL (a count, 1..GQ_MAX_REPLICAS) are one gang.
+ * Namespaces labelled GQ_LBL_EXEMPT "true" are never gated. */
+#define GQ_GATE_ADMISSION "gpuq.dev/admission"
+#define GQ_ANN_MANAGED "gpuq.dev/managed"
+#define GQ_LBL_POD_GROUP "gpuq.dev/pod-group"
+#define GQ_LBL_POD_GROUP_TOTAL "gpuq.dev/pod-group-total"
+#define GQ_LBL_EXEMPT "gpuq.dev/exempt"
+/* The user the controller authenticates as, by default: the only one the
+ * validating webhook lets remove GQ_GATE_ADMISSION (--controller-user). */
+#define GQ_CONTROLLER_USER "system:serviceaccount:gpuq-system:gpuq-controller"
+
 /* The finalizer that keeps a GpuJob with pods until they are gone. */
 #define GQ_FINALIZER "gpuq.dev/pods"
 
