@@ -551,6 +551,9 @@ static void own_strings(struct gq_gpujob *j)
   gq_strpack_add(&p, &j->meta.owner_name);
   gq_strpack_add(&p, &j->invalid);
   gq_strpack_add(&p, &j->status.checkpoint);
+  gq_strpack_add(&p, &j->wl_name);
+  for (size_t i = 0; i < j->n_wl_pods; i++)
+    gq_strpack_add(&p, &j->wl_pods[i]);
   j->strings = gq_strpack_done(&p);
   j->owned = 1;
 }
@@ -588,6 +591,42 @@ static uint32_t shape_of(const struct gq_gpujob *j)
                j->template->sched->hash);
   HASH_VALUE(buf, n > 0 && (size_t)n < sizeof(buf) ? (size_t)n : 0, h);
   return h ? h : 1;
+}
+
+static const char *const wl_names[] = {"Pod", "PodGroup", "Job", NULL};
+
+const char *gq_wl_kind_name(enum gq_wl_kind k)
+{
+  return k > GQ_WL_NONE && k <= GQ_WL_JOB ? wl_names[k - 1] : "";
+}
+
+/* spec.workload (docs/integrations.md): a Pod names its one pod, a
+ * PodGroup lists one pod per replica, a Job lists none. */
+static void decode_workload(struct gq_dec *d, const json_t *spec,
+                            struct gq_gpujob *j)
+{
+  const json_t *w = gq_dec_object(d, spec, "spec.workload", 0);
+  int k;
+
+  if (!w)
+    return;
+  k = gq_dec_enum(d, w, "spec.workload.kind", wl_names, 1, 0);
+  j->wl_name = gq_dec_string(d, w, "spec.workload.name", 1, 253, "");
+  if (!d->rc)
+    gq_dec_dns_subdomain(d, "spec.workload.name", j->wl_name, 253);
+  j->wl_pods = gq_dec_string_array(d, w, "spec.workload.pods", 0,
+                                   GQ_MAX_WORKLOAD_PODS, NULL, &j->n_wl_pods);
+  for (size_t i = 0; !d->rc && i < j->n_wl_pods; i++)
+    gq_dec_dns_subdomain(d, "spec.workload.pods", j->wl_pods[i], 253);
+  if (d->rc)
+    return;
+  j->wl_kind = (enum gq_wl_kind)(k + 1);
+  if (j->wl_kind == GQ_WL_JOB ? j->n_wl_pods != 0
+                              : j->n_wl_pods != (size_t)j->replicas)
+    gq_dec_fail(d, "spec.workload.pods", "a %s lists %s, got %zu entries for "
+                "%d replicas", wl_names[k],
+                j->wl_kind == GQ_WL_JOB ? "no pods" : "one pod per replica",
+                j->n_wl_pods, (int)j->replicas);
 }
 
 static void decode_spec(struct gq_dec *d, const json_t *spec,
@@ -629,6 +668,7 @@ static void decode_spec(struct gq_dec *d, const json_t *spec,
              GQ_DEFAULT_BACKOFF_LIMIT, &v);
   j->backoff_limit = (int32_t)v;
   j->suspend = gq_dec_bool(d, spec, "spec.suspend", 0);
+  decode_workload(d, spec, j);
   decode_template(d, spec, j);
 }
 
@@ -700,6 +740,7 @@ void gq_gpujob_release(struct gq_gpujob *j)
   gq_meta_release(&j->meta);
   template_unref(j->template);
   free(j->products);
+  free(j->wl_pods);
   free(j->finalizers);
   free(j->status.nodes);
   free(j->status.conds);

@@ -229,6 +229,7 @@ static void pod_add(const json_t *o, void *arg)
   if (p)
     jobs_pod_seen(c, p, 1);
   gq_capacity_pod(&c->cap, key, p);
+  workload_pod_event(c, o, 1);
   pod_mark(o, arg);
 }
 static int pod_terminal(const json_t *o)
@@ -260,7 +261,23 @@ static void pod_del(const json_t *o, void *arg)
     gq_pod_release(&last);
   }
   gq_capacity_pod(&c->cap, key, NULL);
+  workload_pod_event(c, o, 0);
   pod_mark(o, arg);
+}
+
+/* batch/v1 Jobs: only those gpuq's webhook manages matter (workload.c) */
+static void batch_add(const json_t *o, void *arg)
+{
+  workload_job_event(arg, o, 1);
+}
+static void batch_update(const json_t *old, const json_t *o, void *arg)
+{
+  (void)old;
+  workload_job_event(arg, o, 1);
+}
+static void batch_del(const json_t *o, void *arg)
+{
+  workload_job_event(arg, o, 0);
 }
 
 static void node_changed(const json_t *o, void *arg)
@@ -287,7 +304,7 @@ static void synced(void *arg)
   if (c->synced || !gq_informer_synced(c->inf_jobs) ||
       !gq_informer_synced(c->inf_quotas) || !gq_informer_synced(c->inf_nodes) ||
       !gq_informer_synced(c->inf_pods) || !gq_informer_synced(c->inf_pcs) ||
-      !gq_informer_synced(c->inf_pdbs))
+      !gq_informer_synced(c->inf_pdbs) || !gq_informer_synced(c->inf_batch))
     return;
   c->synced = 1;
   c->settled = 0;
@@ -296,6 +313,7 @@ static void synced(void *arg)
          gq_informer_size(c->inf_quotas), gq_informer_size(c->inf_nodes),
          gq_informer_size(c->inf_pods));
   mark_all(c, NULL, NULL);
+  workload_sync(c);
   ctl_schedule_pass(c);
 }
 
@@ -481,6 +499,7 @@ static void lead_start(void *arg)
   gq_metric_set(c->m_leader, NULL, 1);
   HASH_ITER(hh, c->cohorts, k, tmp) k->rebuilt = 0;
   mark_all(c, NULL, NULL);
+  workload_sync(c);
   ctl_schedule_pass(c);
 }
 
@@ -631,6 +650,8 @@ void gq_ctl_start(struct gq_ctl *gc)
   struct gq_informer_handlers hc = {pc_changed, pc_update, pc_changed, synced,
                                     NULL, NULL};
   struct gq_informer_handlers hd = {NULL, NULL, NULL, synced, NULL, NULL};
+  struct gq_informer_handlers hb = {batch_add, batch_update, batch_del,
+                                    synced, NULL, NULL};
   struct gq_informer_opts io = {0};
 
   ro.url = c->o.redis_url;
@@ -655,6 +676,8 @@ void gq_ctl_start(struct gq_ctl *gc)
   c->inf_pcs = gq_informer_start(c->kc, &io, &hc, c);
   io.path = "/apis/policy/v1/poddisruptionbudgets";
   c->inf_pdbs = gq_informer_start(c->kc, &io, &hd, c);
+  io.path = "/apis/batch/v1/jobs";
+  c->inf_batch = gq_informer_start(c->kc, &io, &hb, c);
   uv_timer_start(&c->tick_timer, tick, TICK_MS, TICK_MS);
   uv_timer_start(&c->audit_timer, audit, (uint64_t)c->o.audit_s * 1000,
                  (uint64_t)c->o.audit_s * 1000);
@@ -730,6 +753,10 @@ static void free_all(struct ctl *c)
     HASH_DEL(c->strs, sx);
     free(sx);
   }
+  HASH_ITER(hh, c->wl_creating, sx, ts) {
+    HASH_DEL(c->wl_creating, sx);
+    free(sx);
+  }
   free((char *)c->o.redis_url);
   free((char *)c->o.redis_prefix);
   free((char *)c->o.product_label);
@@ -765,6 +792,7 @@ static void finish_stop(struct ctl *c)
   gq_informer_stop(c->inf_pods);
   gq_informer_stop(c->inf_pcs);
   gq_informer_stop(c->inf_pdbs);
+  gq_informer_stop(c->inf_batch);
   gq_rq_close(c->rq);
   c->closing = 6;
   uv_close((uv_handle_t *)&c->wq_timer, closed);

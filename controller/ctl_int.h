@@ -206,6 +206,9 @@ struct ctl {
   struct gq_queue q;
   struct gq_informer *inf_jobs, *inf_quotas, *inf_nodes, *inf_pods,
       *inf_pcs, *inf_pdbs;
+  struct gq_informer *inf_batch; /* batch/v1 Jobs (workload.c) */
+  struct cstr *wl_creating;  /* keys of workload stand-ins being created
+                                (workload.c) */
   struct gq_leader *leader;
   struct gq_metrics *metrics;
   struct cjob *jobs;         /* by uid */
@@ -320,6 +323,14 @@ void ctl_write_end(struct ctl *c);
  * what ("pod"), rc (GQ_E*), st (the server's Status, may be NULL). */
 void ctl_api_error(struct ctl *c, const char *verb, const char *what, int rc,
                    const struct gq_k8s_status *st);
+/* The capacity key ("ns/name", at most len bytes) of replica r of
+ * attempt 'attempt' of cj, whose GpuJob is j: the pod gpuq creates for it
+ * (gq_podspec_pod_name), the user's pod of a Pod or PodGroup stand-in
+ * (spec.workload.pods[r]), or for a Job stand-in a name no pod has (its
+ * pods' names are its Job controller's: the assumption is dropped as
+ * they appear, workload_pod_of_attempt). */
+void jobs_replica_key(const struct cjob *cj, const struct gq_gpujob *j,
+                      int64_t attempt, int32_t r, char *key, size_t len);
 /* Inserts cj into its team's in-memory queue at its place (priority, queue
  * time, uid: queue/queue.h's member order) and sets it CJ_QUEUED with its
  * team's cohort; no-op when it is queued. Redis is the caller's. */
@@ -448,6 +459,45 @@ void jobs_pod_seen(struct ctl *c, const struct gq_pod *p, int present);
  * requeued at once if it carries a node-removal taint (c->o.drain_taints)
  * or a NoExecute taint their pods do not tolerate (DESIGN §5). */
 void jobs_node_changed(struct ctl *c, const struct gq_node *n);
+/* A pod create (or a workload pod's admitting patch) of replica pod_key of
+ * attempt 'attempt' of the job uid was answered, ok 1 if it took: counted
+ * off the attempt's creates in flight (a failure makes the attempt a miss,
+ * which its reconcile tears down). Ends one ctl_write_begin() and one
+ * c->creating. Strings borrowed. */
+void jobs_replica_done(struct ctl *c, const char *uid, const char *pod_key,
+                       int64_t attempt, int ok);
+
+/* workload.c: pods, pod groups and batch/v1 Jobs gpuq did not create,
+ * queued through GpuJob stand-ins (docs/integrations.md) */
+/* A pod event (present 0: deleted; pod borrowed): a gated, managed pod is
+ * queued (its group once whole) by creating its stand-in; a managed pod's
+ * deletion marks its stand-in (workload_gc). */
+void workload_pod_event(struct ctl *c, const json_t *pod, int present);
+/* The same for a batch/v1 Job the webhook suspended. */
+void workload_job_event(struct ctl *c, const json_t *job, int present);
+/* Queues every waiting pod and Job (after the caches sync and when this
+ * controller starts leading: what arrived while none acted). */
+void workload_sync(struct ctl *c);
+/* GQ_LIFE_CREATE_PODS of a stand-in j: patches its pods (gates off, pins
+ * on) or pins and unsuspends its Job. Sets cj->creates_left. */
+void workload_admit(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);
+/* GQ_LIFE_DELETE_PODS of a Job stand-in j: the Job is suspended (its
+ * controller deletes its pods) and its status.startTime cleared. */
+void workload_stop(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);
+/* A new pod of cj's current attempt appeared: for a Job stand-in, one of
+ * the attempt's creates is done and its assumption dropped. */
+void workload_pod_of_attempt(struct ctl *c, struct cjob *cj,
+                             const struct gq_gpujob *j);
+/* The lifecycle's view of stand-in j: one_shot for pods, a Job's end. */
+void workload_view(struct ctl *c, const struct gq_gpujob *j,
+                   struct gq_life_spec *s);
+/* 1 if pod p of stand-in j is left out of its lifecycle view: a Job's
+ * finished pods (its Job controller replaces failed ones and counts
+ * completions; the Job's own conditions end it). j may be NULL. */
+int workload_pod_hidden(const struct gq_gpujob *j, const struct gq_pod *p);
+/* Deletes stand-in j (cj its record) once its workload is gone and it
+ * holds no admission. */
+void workload_gc(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);
 
 /* disrupt.c: the checkpoint protocol on disruptions (DESIGN §5) */
 /* Registers the preemption metrics on c->metrics (gq_ctl_new). */

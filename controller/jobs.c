@@ -196,8 +196,12 @@ void jobs_pod_seen(struct ctl *c, const struct gq_pod *pod, int present)
   for (i = 0; i < cj->n_pods && strcmp(cj->pods[i], key); i++)
     ;
   if (present && i == cj->n_pods) {
+    const struct gq_gpujob *j = ctl_job_spec(c, cj);
+
     cj->pods = gq_xrealloc(cj->pods, (cj->n_pods + 1) * sizeof(*cj->pods));
     cj->pods[cj->n_pods++] = gq_xstrdup(key);
+    if (j && pod_attempt(pod) == cj->attempt)
+      workload_pod_of_attempt(c, cj, j);
     /* a pod first seen while its job tears down (its create was in flight
      * when the teardown began) has had no delete: the reconcile this
      * event brings must send one now, not after GQ_LIFE_REDELETE_MS and
@@ -261,6 +265,12 @@ static void delete_done(int rc, const struct gq_k8s_status *st,
  * grace, DESIGN §5). The lifecycle decides when (and when to resend). */
 static void delete_pods(struct ctl *c, struct cjob *cj)
 {
+  const struct gq_gpujob *j = ctl_job_spec(c, cj);
+
+  if (j && j->wl_kind == GQ_WL_JOB) { /* its Job controller deletes them */
+    workload_stop(c, cj, j);
+    return;
+  }
   for (size_t i = 0; i < cj->n_pods; i++) {
     const struct gq_pod *p = gq_informer_typed(c->inf_pods, cj->pods[i]);
     struct gq_life_pod v;
@@ -311,16 +321,15 @@ struct create_ctx {
   int64_t attempt;
 };
 
-/* A pod create was answered (ok: the pod exists and is this job's): the
- * outcome goes into cj, and the next pass reconciles it. */
-static void created_one(struct ctl *c, struct create_ctx *x, int ok)
+void jobs_replica_done(struct ctl *c, const char *uid, const char *pod_key,
+                       int64_t attempt, int ok)
 {
-  struct cjob *cj = ctl_job(c, x->uid);
+  struct cjob *cj = ctl_job(c, uid);
 
   c->creating--;
   if (!ok)
-    gq_capacity_unassume(&c->cap, x->pod_key);
-  if (cj && cj->attempt == x->attempt && cj->creates_left > 0) {
+    gq_capacity_unassume(&c->cap, pod_key);
+  if (cj && cj->attempt == attempt && cj->creates_left > 0) {
     cj->creates_left--;
     /* the first failure of an active attempt: a placement miss (the
      * reconcile tears it down) */
@@ -335,6 +344,12 @@ static void created_one(struct ctl *c, struct create_ctx *x, int ok)
     ctl_mark(c, cj);
   }
   ctl_write_end(c);
+}
+
+/* A pod create was answered (ok: the pod exists and is this job's). */
+static void created_one(struct ctl *c, struct create_ctx *x, int ok)
+{
+  jobs_replica_done(c, x->uid, x->pod_key, x->attempt, ok);
   free(x->uid);
   free(x->pod_key);
   free(x);
@@ -414,6 +429,10 @@ void jobs_create_pods(struct ctl *c, struct cjob *cj)
 
   if (!j) /* gone or invalid: the reconcile that follows deals with it */
     return;
+  if (j->wl_kind != GQ_WL_NONE) { /* its workload's pods exist already */
+    workload_admit(c, cj, j);
+    return;
+  }
   snprintf(coll, sizeof(coll), "/api/v1/namespaces/%s/pods", cj->ns);
   if (cj->replicas > 1) {
     json_t *svc = gq_podspec_service(j);
@@ -591,6 +610,8 @@ static void view_spec(struct ctl *c, const struct cjob *cj,
   s->has_checkpoint = obj->has_checkpoint;
   s->grace_s = obj->grace_s;
   view_quota(c, obj->team, cj->ns, &s->q_spec);
+  if (obj->wl_kind != GQ_WL_NONE)
+    workload_view(c, obj, s);
 }
 
 static void list_teams(struct ctl *c, char *buf, size_t len)
@@ -616,12 +637,13 @@ static void list_teams(struct ctl *c, char *buf, size_t len)
  * created and assumed but not shown by it yet. */
 static int pods_seen(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
 {
-  char name[GQ_POD_NAME_MAX + 1], key[600];
+  char key[600];
   int n = 0;
 
+  if (j->wl_kind == GQ_WL_JOB) /* its Job controller replaces lost pods */
+    return cj->replicas;
   for (int32_t r = 0; r < cj->replicas; r++) {
-    gq_podspec_pod_name(j, cj->attempt, r, name, sizeof(name));
-    snprintf(key, sizeof(key), "%s/%s", cj->ns, name);
+    jobs_replica_key(cj, j, cj->attempt, r, key, sizeof(key));
     n += gq_capacity_is_assumed(&c->cap, key) ||
          gq_informer_get(c->inf_pods, key) != NULL;
   }
@@ -639,13 +661,14 @@ struct view {
 
 static void view_pods(struct ctl *c, const struct cjob *cj, struct view *v)
 {
+  const struct gq_gpujob *j = ctl_job_spec(c, cj);
   size_t n = 0;
 
   v->pods = cj->n_pods ? gq_xcalloc(cj->n_pods, sizeof(*v->pods)) : NULL;
   for (size_t i = 0; i < cj->n_pods; i++) {
     const struct gq_pod *p = gq_informer_typed(c->inf_pods, cj->pods[i]);
 
-    if (p)
+    if (p && !workload_pod_hidden(j, p))
       pod_view(p, !cj->adopted, &v->pods[n++]);
   }
   v->in.pods = v->pods;
@@ -751,7 +774,7 @@ static void adopt_use(struct ctl *c, struct cjob *cj, const char *flavor)
 static void resume_nodes(struct ctl *c, struct cjob *cj)
 {
   const struct gq_gpujob *j = ctl_job_spec(c, cj);
-  char name[GQ_POD_NAME_MAX + 1], key[600];
+  char key[600];
 
   if (!j)
     return;
@@ -761,10 +784,11 @@ static void resume_nodes(struct ctl *c, struct cjob *cj)
   for (int32_t r = 0; r < j->replicas; r++)
     cj->nodes[r] = gq_xstrdup(j->status.nodes[r]);
   cj->pass_ms = gq_clock_mono_ms();
+  if (j->wl_kind == GQ_WL_JOB) /* its pods' names are not gpuq's */
+    return;
   jobs_assume(c, cj, j);
   for (int32_t r = 0; r < j->replicas; r++) { /* those seen are counted */
-    gq_podspec_pod_name(j, cj->attempt, r, name, sizeof(name));
-    snprintf(key, sizeof(key), "%s/%s", cj->ns, name);
+    jobs_replica_key(cj, j, cj->attempt, r, key, sizeof(key));
     if (gq_informer_get(c->inf_pods, key))
       gq_capacity_unassume(&c->cap, key);
   }
@@ -869,6 +893,7 @@ void jobs_reconcile(struct ctl *c, struct cjob *cj)
   struct view v;
   int gone, flush = 0;
 
+  workload_gc(c, cj, ctl_job_spec(c, cj));
   for (int step = 0; step < RECONCILE_STEPS; step++) {
     view_build(c, cj, &v);
     gq_life_reconcile(&v.in, &o);

@@ -119,22 +119,30 @@ static void env_set_int(json_t *c, const char *name, int64_t v)
 /* Adds the pin to every non-empty term of the template's required node
  * affinity, or makes it the only term. An empty (or non-object) term
  * matches no node in Kubernetes and stays that way. The pin is
- * kubernetes.io/hostname In [the node's hostname label] (DESIGN §3); a node
- * without that label is pinned by matchFields metadata.name, as the
- * DaemonSet controller does. */
-static void pin_node(json_t *spec, const struct gq_node *node)
+ * kubernetes.io/hostname In [the nodes' hostname labels] (DESIGN §3); if a
+ * node has no such label, metadata.name In [the nodes' names] by
+ * matchFields, as the DaemonSet controller does. */
+void gq_podspec_pin_nodes(json_t *spec, const struct gq_node *const *nodes,
+                          size_t n)
 {
   json_t *req = obj_at(obj_at(obj_at(spec, "affinity"), "nodeAffinity"),
                        "requiredDuringSchedulingIgnoredDuringExecution");
   json_t *terms = arr_at(req, "nodeSelectorTerms");
-  const char *host = gq_meta_label(&node->meta, HOSTNAME_LABEL);
-  const char *list = host ? "matchExpressions" : "matchFields";
-  json_t *pin = json_pack("{s:s, s:s, s:[s]}", "key",
-                          host ? HOSTNAME_LABEL : "metadata.name", "operator",
-                          "In", "values", host ? host : node->meta.name);
+  json_t *values = json_array(), *pin, *t;
+  int by_host = 1;
+  const char *list;
   size_t i;
-  json_t *t;
 
+  for (i = 0; i < n; i++)
+    by_host &= gq_meta_label(&nodes[i]->meta, HOSTNAME_LABEL) != NULL;
+  for (i = 0; i < n; i++)
+    json_array_append_new(values, json_string(
+        by_host ? gq_meta_label(&nodes[i]->meta, HOSTNAME_LABEL)
+                : nodes[i]->meta.name));
+  list = by_host ? "matchExpressions" : "matchFields";
+  pin = json_pack("{s:s, s:s, s:o}", "key",
+                  by_host ? HOSTNAME_LABEL : "metadata.name", "operator", "In",
+                  "values", values);
   if (json_array_size(terms) == 0) {
     json_array_append_new(terms, json_pack("{s:[O]}", list, pin));
   } else {
@@ -147,6 +155,11 @@ static void pin_node(json_t *spec, const struct gq_node *node)
     }
   }
   json_decref(pin);
+}
+
+static void pin_node(json_t *spec, const struct gq_node *node)
+{
+  gq_podspec_pin_nodes(spec, &node, 1);
 }
 
 /* The environment gpuq gives every container and init container of

@@ -91,6 +91,15 @@ json_t *gq_podspec_pod(const struct gq_gpujob *j, int64_t attempt,
  * reference as the pods. */
 json_t *gq_podspec_service(const struct gq_gpujob *j);
 
+/* Pins pod spec 'spec' (a pod's, or a pod template's; changed in place) to
+ * nodes[0..n) (n >= 1, borrowed): the requirement kubernetes.io/hostname
+ * In [their hostname labels] (metadata.name In [their names] by
+ * matchFields when one has no hostname label) is added to every non-empty
+ * term of its required node affinity, or becomes its only term (DESIGN
+ * §3; the pods gpuq creates and the workloads it admits, workload.c). */
+void gq_podspec_pin_nodes(json_t *spec, const struct gq_node *const *nodes,
+                          size_t n);
+
 /* Builds the PodDisruptionBudget gpuq keeps for a job with drainPolicy
  * Wait (DESIGN §5): policy/v1, named as the job's Service
  * (gq_podspec_service_name), maxUnavailable 0 over the pods labelled

@@ -282,15 +282,31 @@ void jobs_use(struct ctl *c, struct cjob *cj, int sign)
 /* Assumes the pods of cj's current attempt on cj->nodes in the capacity
  * snapshot (client-go's scheduler "assume"), until the pod informer shows
  * them or their creation fails. */
+void jobs_replica_key(const struct cjob *cj, const struct gq_gpujob *j,
+                      int64_t attempt, int32_t r, char *key, size_t len)
+{
+  char name[GQ_POD_NAME_MAX + 1];
+
+  if ((j->wl_kind == GQ_WL_POD || j->wl_kind == GQ_WL_POD_GROUP) &&
+      (size_t)r < j->n_wl_pods) {
+    snprintf(key, len, "%s/%s", cj->ns, j->wl_pods[r]);
+  } else if (j->wl_kind == GQ_WL_JOB) {
+    snprintf(key, len, "%s/~%s-%lld-%d", cj->ns, j->meta.name,
+             (long long)attempt, (int)r);
+  } else {
+    gq_podspec_pod_name(j, attempt, r, name, sizeof(name));
+    snprintf(key, len, "%s/%s", cj->ns, name);
+  }
+}
+
 void jobs_assume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
 {
-  char name[GQ_POD_NAME_MAX + 1], key[600];
+  char key[600];
   struct gq_podsched req;
 
   gq_place_replica_request(j, &req);
   for (int32_t r = 0; r < cj->replicas; r++) {
-    gq_podspec_pod_name(j, cj->attempt, r, name, sizeof(name));
-    snprintf(key, sizeof(key), "%s/%s", cj->ns, name);
+    jobs_replica_key(cj, j, cj->attempt, r, key, sizeof(key));
     gq_capacity_assume(&c->cap, key, cj->nodes[r], &req);
   }
   gq_place_replica_release(&req);
@@ -298,10 +314,11 @@ void jobs_assume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
 
 /* Drops what jobs_assume() assumed (an admission that did not happen).
  * j is NULL when the GpuJob is gone: the pod names then come from cj's
- * name and uid, as jobs_assume() took them from j. */
+ * name and uid, as jobs_assume() took them from j (a stand-in's
+ * assumptions then stay until its pods' next events). */
 void jobs_unassume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
 {
-  char name[GQ_POD_NAME_MAX + 1], key[600];
+  char key[600];
   struct gq_gpujob gone;
 
   if (!j) {
@@ -311,8 +328,7 @@ void jobs_unassume(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
     j = &gone;
   }
   for (int32_t r = 0; r < cj->replicas; r++) {
-    gq_podspec_pod_name(j, cj->attempt, r, name, sizeof(name));
-    snprintf(key, sizeof(key), "%s/%s", cj->ns, name);
+    jobs_replica_key(cj, j, cj->attempt, r, key, sizeof(key));
     gq_capacity_unassume(&c->cap, key);
   }
 }

@@ -75,6 +75,12 @@
 
 enum gq_drain_policy { GQ_DRAIN_CHECKPOINT, GQ_DRAIN_REQUEUE, GQ_DRAIN_WAIT };
 
+/* spec.workload.kind: what a GpuJob that gpuq created for a workload it did
+ * not create stands for (docs/integrations.md). GQ_WL_NONE: a GpuJob of
+ * its own (gpuq creates its pods). */
+enum gq_wl_kind { GQ_WL_NONE, GQ_WL_POD, GQ_WL_POD_GROUP, GQ_WL_JOB };
+#define GQ_MAX_WORKLOAD_PODS GQ_MAX_REPLICAS
+
 enum gq_job_phase {
   GQ_PHASE_NONE, /* status.phase absent: not yet seen by gpuq */
   GQ_PHASE_PENDING,
@@ -184,8 +190,30 @@ struct gq_gpujob {
   int64_t startup_timeout_s;    /* -1 if absent */
   int32_t backoff_limit;        /* default 3 */
   int suspend;
+  /* spec.workload: GQ_WL_NONE, or the pod, pod group or batch/v1 Job it
+   * stands for: its name (the pod's, the group's, the Job's) and, for a
+   * pod or a pod group, its pods' names, one per replica in replica order
+   * (owned array; the strings are j's) */
+  enum gq_wl_kind wl_kind;
+  const char *wl_name;
+  const char **wl_pods;
+  size_t n_wl_pods;
   struct gq_gpujob_status status;
 };
+
+/* The name of the GpuJob that stands for workload (kind, name): "pod-",
+ * "group-" or "job-" and the name, '.' turned into '-'; one longer than a
+ * GpuJob name may be (GQ_WL_NAME_MAX, a DNS-1123 label: DESIGN §2) is cut
+ * and ends in '-' and 8 hex digits of a hash of the whole (uthash's
+ * Jenkins hash), so that different names stay different. Writes at most
+ * len bytes (len >= GQ_WL_NAME_MAX + 1) into out. */
+#define GQ_WL_NAME_MAX 63
+void gq_wl_shadow_name(enum gq_wl_kind kind, const char *name, char *out,
+                       size_t len);
+
+/* The spec.workload.kind value of k ("Pod", "PodGroup", "Job"; "" for
+ * GQ_WL_NONE). Static storage. */
+const char *gq_wl_kind_name(enum gq_wl_kind k);
 
 /* Returns 1 if the phase is final (Succeeded or Failed). */
 int gq_job_phase_final(enum gq_job_phase p);

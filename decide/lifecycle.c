@@ -540,12 +540,40 @@ static int failed_done(const struct gq_life_in *in, struct gq_life_out *o)
   return 1;
 }
 
+/* The end of a disrupted or missed attempt of a job whose pods cannot be
+ * made again (spec->one_shot): it fails, saying why. */
+static void one_shot_done(const struct gq_life_in *in, struct gq_life_out *o)
+{
+  struct gq_life_job *j = &o->job;
+  int disrupted = j->td == TD_DISRUPTED;
+
+  if (disrupted) {
+    j->preemptions++;
+    add_a(o, GQ_LIFE_DRAIN_LIST, 0);
+    add(o, GQ_LIFE_M_PREEMPTION)->str = j->cause ? j->cause : "Disrupted";
+    add(o, GQ_LIFE_VICTIM_DONE);
+  }
+  free_nodes(o);
+  finish(in, o, 1, disrupted ? "Preempted" : "PlacementMiss",
+         textn(o, 512, "attempt %lld %s; gpuq did not create its pods, so "
+               "it cannot run them again: create the pod again to queue it "
+               "anew", (long long)j->attempt,
+               disrupted ? textn(o, 300, "was disrupted (%s)",
+                                 j->cause ? j->cause : "Disrupted")
+                         : "could not run where gpuq placed it"));
+}
+
 /* The gang's pods are all gone or finished: what comes next. A requeue
  * asks for another reconcile (out->again), which queues it. */
 static void teardown_done(const struct gq_life_in *in, struct gq_life_out *o)
 {
   struct gq_life_job *j = &o->job;
 
+  if ((j->td == TD_MISS || j->td == TD_DISRUPTED) && valid(in) &&
+      in->spec->one_shot) {
+    one_shot_done(in, o);
+    return;
+  }
   switch (j->td) {
   case TD_FAILED:
   case TD_STARTUP: /* counted by teardown() */
@@ -670,6 +698,14 @@ static void reconcile_active(const struct gq_life_in *in,
   }
   if (in->spec->suspend) {
     teardown(in, o, TD_SUSPEND, "spec.suspend is true");
+    return;
+  }
+  if (in->spec->ended) { /* its Job ended: done once its pods are */
+    if (pc.hold + pc.other_hold == 0)
+      finish(in, o, in->spec->ended == 2,
+             in->spec->ended == 2 ? "JobFailed" : "Succeeded",
+             in->spec->ended_msg ? in->spec->ended_msg
+             : in->spec->ended == 2 ? "its Job failed" : "its Job completed");
     return;
   }
   if (pc.miss) {

@@ -134,6 +134,15 @@ struct gq_life_spec {
   int has_checkpoint;
   int64_t grace_s;        /* checkpoint.gracePeriodSeconds */
   struct gq_life_quota q_spec; /* the TeamQuota of spec.team */
+  int one_shot;           /* its pods cannot be made again (it stands for
+                             a pod or a pod group gpuq did not create,
+                             docs/integrations.md): an attempt torn down
+                             by a disruption or a miss ends it Failed
+                             instead of requeueing it */
+  int ended;              /* the workload it stands for ended on its own
+                             (a batch/v1 Job's Complete or Failed
+                             condition): 1 succeeded, 2 failed, 0 not */
+  const char *ended_msg;  /* that condition's message, or NULL */
   const char *teams;      /* "'a', 'b'" or "none": filled when a quota the
                              job may need is missing, else NULL */
   /* status, as stored (valid or not) */

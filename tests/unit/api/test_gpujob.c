@@ -216,6 +216,60 @@ static void test_invalid(void **state)
   gq_gpujob_release(&j);
 }
 
+/* spec.workload: a stand-in's workload, owned by the decoded job; a
+ * PodGroup must list one pod per replica; stand-in names are labels. */
+static void test_workload(void **state)
+{
+  json_t *obj = job_json("group-trio", "--x", "1");
+  struct gq_gpujob j;
+  char err[GQ_DEC_MSG_MAX], name[GQ_WL_NAME_MAX + 1], longname[300];
+
+  (void)state;
+  json_object_set_new(json_object_get(obj, "spec"), "replicas",
+                      json_integer(2));
+  json_object_set_new(json_object_get(obj, "spec"), "workload",
+                      gq_test_json_sq("{'kind':'PodGroup','name':'trio',"
+                                      "'pods':['g-0','g-1']}"));
+  decode_ok(obj, &j);
+  json_decref(obj);
+  assert_int_equal(j.wl_kind, GQ_WL_POD_GROUP);
+  assert_string_equal(j.wl_name, "trio");
+  assert_int_equal(j.n_wl_pods, 2);
+  assert_string_equal(j.wl_pods[1], "g-1");
+  assert_string_equal(gq_wl_kind_name(j.wl_kind), "PodGroup");
+  gq_gpujob_release(&j);
+
+  obj = job_json("group-trio", "--x", "1");
+  json_object_set_new(json_object_get(obj, "spec"), "workload",
+                      gq_test_json_sq("{'kind':'PodGroup','name':'trio',"
+                                      "'pods':['g-0','g-1']}"));
+  assert_int_not_equal(gq_gpujob_decode(obj, &j, err, sizeof(err)), 0);
+  assert_string_equal(err, "spec.workload.pods: a PodGroup lists one pod "
+                           "per replica, got 2 entries for 1 replicas");
+  json_object_set_new(json_object_get(obj, "spec"), "workload",
+                      gq_test_json_sq("{'kind':'Deployment','name':'x'}"));
+  assert_int_not_equal(gq_gpujob_decode(obj, &j, err, sizeof(err)), 0);
+  assert_non_null(strstr(err, "spec.workload.kind"));
+  json_decref(obj);
+
+  gq_wl_shadow_name(GQ_WL_POD, "nb.v2", name, sizeof(name));
+  assert_string_equal(name, "pod-nb-v2");
+  gq_wl_shadow_name(GQ_WL_JOB, "train", name, sizeof(name));
+  assert_string_equal(name, "job-train");
+  memset(longname, 'a', 200);
+  longname[200] = '\0';
+  gq_wl_shadow_name(GQ_WL_POD_GROUP, longname, name, sizeof(name));
+  assert_int_equal(strlen(name), GQ_WL_NAME_MAX);
+  assert_memory_equal(name, "group-aaaa", 10);
+  longname[199] = 'b'; /* a different name: a different stand-in */
+  {
+    char other[GQ_WL_NAME_MAX + 1];
+
+    gq_wl_shadow_name(GQ_WL_POD_GROUP, longname, other, sizeof(other));
+    assert_string_not_equal(name, other);
+  }
+}
+
 /* A status field that fails validation still names itself (the messages
  * of tests/fixtures/invalid stay as they were). */
 static void test_status_error_message(void **state)
@@ -263,6 +317,7 @@ int main(void)
       cmocka_unit_test(test_templates_shared),
       cmocka_unit_test(test_status_read_back),
       cmocka_unit_test(test_invalid),
+      cmocka_unit_test(test_workload),
       cmocka_unit_test(test_status_error_message),
       cmocka_unit_test(test_strpack),
   };

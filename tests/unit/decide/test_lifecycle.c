@@ -1350,6 +1350,60 @@ static void test_chain_failure(void **state)
   assert_int_equal(o.n, 1); /* REFRESH only */
 }
 
+/* A stand-in of pods gpuq did not create (spec one_shot): a disrupted
+ * attempt ends it Failed, reason Preempted, instead of a requeue. */
+static void test_one_shot_disrupted(void **state)
+{
+  static struct fx f;
+  static struct gq_life_out o;
+
+  (void)state;
+  base(&f);
+  running1(&f);
+  f.spec.one_shot = 1;
+  gq_life_preempt(&f.in, "PreemptedByPriority", "a job of priority 1000 "
+                  "needs its GPUs", &o);
+  assert_int_equal(o.job.state, CJ_TEARDOWN);
+  assert_true(has_kind(&o, GQ_LIFE_DELETE_PODS));
+  f.in.job = o.job;
+  f.in.job.cause = "PreemptedByPriority";
+  f.in.n_pods = 0; /* its pods are gone */
+  gq_life_reconcile(&f.in, &o);
+  assert_int_equal(o.job.state, CJ_DONE);
+  assert_int_equal(o.job.phase, GQ_PHASE_FAILED);
+  assert_string_equal(o.job.reason, "Preempted");
+  assert_int_equal(o.job.preemptions, 1);
+  assert_true(has_kind(&o, GQ_LIFE_RELEASE));
+  assert_true(has_kind(&o, GQ_LIFE_VICTIM_DONE));
+  assert_false(has_kind(&o, GQ_LIFE_REDIS_REQUEUE));
+}
+
+/* A Job stand-in ends with its Job (spec ended): once its pods are gone,
+ * Succeeded (or Failed, JobFailed) with the condition's message; while a
+ * pod holds resources it waits. */
+static void test_job_ended(void **state)
+{
+  static struct fx f;
+  static struct gq_life_out o;
+
+  (void)state;
+  base(&f);
+  running1(&f);
+  f.spec.ended = 2;
+  f.spec.ended_msg = "Job has reached the specified backoff limit";
+  gq_life_reconcile(&f.in, &o);
+  assert_int_equal(o.job.state, CJ_ACTIVE);
+  f.in.n_pods = 0;
+  gq_life_reconcile(&f.in, &o);
+  assert_int_equal(o.job.state, CJ_DONE);
+  assert_int_equal(o.job.phase, GQ_PHASE_FAILED);
+  assert_string_equal(o.job.reason, "JobFailed");
+  f.spec.ended = 1;
+  f.spec.ended_msg = NULL;
+  gq_life_reconcile(&f.in, &o);
+  assert_int_equal(o.job.phase, GQ_PHASE_SUCCEEDED);
+}
+
 /* The tick gives the next deadline: the startup timeout's here. */
 static void test_tick_next(void **state)
 {
@@ -1400,6 +1454,8 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cases),
       cmocka_unit_test(test_chain_failure),
+      cmocka_unit_test(test_one_shot_disrupted),
+      cmocka_unit_test(test_job_ended),
       cmocka_unit_test(test_tick_next),
       cmocka_unit_test(test_long_message),
       cmocka_unit_test(test_helpers),
