@@ -108,6 +108,8 @@ json_t *gq_cli_queue_row(const json_t *job, int64_t now_ms)
   const json_t *spec = jget(job, "spec", NULL);
   const json_t *meta = jget(job, "metadata", NULL);
   const char *phase = jstr(jget(st, "phase", NULL));
+  const char *kind = jstr(jget(spec, "workload", "kind", NULL));
+  const char *wname = jstr(jget(spec, "workload", "name", NULL));
   int64_t eta = time_ms(jget(st, "estimatedStartTime", NULL));
   char age[32], etab[32];
   json_t *row;
@@ -120,10 +122,14 @@ json_t *gq_cli_queue_row(const json_t *job, int64_t now_ms)
     snprintf(etab, sizeof(etab), "now");
   else
     gq_cli_age(eta, now_ms, etab, sizeof(etab)); /* eta - now */
-  row = json_pack("{s:s?,s:s?,s:s?,s:O?,s:O?,s:s,s:O?,s:s,s:s?,s:s,s:s?,"
-                  "s:s?}",
+  /* a stand-in shows the workload it queues (docs/integrations.md) */
+  row = json_pack("{s:s?,s:s?,s:s,s:s?,s:s?,s:O?,s:O?,s:s,s:O?,s:s,s:s?,s:s,"
+                  "s:s?,s:s?}",
                   "namespace", jstr(jget(meta, "namespace", NULL)),
-                  "name", jstr(jget(meta, "name", NULL)),
+                  "name", kind && wname ? wname
+                                        : jstr(jget(meta, "name", NULL)),
+                  "kind", kind && wname ? kind : "GpuJob",
+                  "gpujob", jstr(jget(meta, "name", NULL)),
                   "team", jstr(jget(spec, "team", NULL)),
                   "priority", jget(spec, "priority", NULL),
                   "gpus", jget(st, "gpus", NULL),
@@ -143,8 +149,9 @@ json_t *gq_cli_queue_row(const json_t *job, int64_t now_ms)
 int gq_cli_queue(int argc, char **argv)
 {
   static const struct gq_cli_col cols[] = {
-      {"NAMESPACE", "namespace"}, {"NAME", "name"},   {"TEAM", "team"},
-      {"PRIORITY", "priority"},   {"GPUS", "gpus"},   {"PHASE", "phase"},
+      {"NAMESPACE", "namespace"}, {"KIND", "kind"},   {"NAME", "name"},
+      {"TEAM", "team"},           {"PRIORITY", "priority"},
+      {"GPUS", "gpus"},           {"PHASE", "phase"},
       {"POSITION", "position"},   {"ETA", "eta"},     {"AGE", "age"},
       {"REASON", "reason"}};
   struct gq_cli_opts o;
@@ -182,7 +189,7 @@ int gq_cli_queue(int argc, char **argv)
     json_array_append_new(rows, v[i]);
   /* kubectl shows NAMESPACE only with -A */
   gq_cli_print(stdout, "GpuJobQueue", rows, o.all_ns ? cols : cols + 1,
-               o.all_ns ? 10 : 9, o.json);
+               o.all_ns ? 11 : 10, o.json);
   free(v);
   json_decref(rows);
   json_decref(list);
@@ -371,6 +378,54 @@ static void print_why(const json_t *job, const struct gq_gpujob *j,
            member(it, "message"));
 }
 
+/* The GpuJob that arg names: a GpuJob's name, or pod/NAME, job/NAME
+ * (batch/v1) or group/NAME for the stand-in gpuq queues such a workload
+ * as (gq_wl_shadow_name; a pod of a group stands in its group's). Returns
+ * 0 with the name in out, or 1 after saying why on stderr. */
+static int stand_in_of(struct gq_cli_conn *c, const char *arg, char *out,
+                       size_t len)
+{
+  const char *slash = strchr(arg, '/');
+  char path[600];
+  json_t *pod;
+  const char *grp, *m;
+
+  if (!slash) {
+    snprintf(out, len, "%s", arg);
+    return 0;
+  }
+  if (!strncmp(arg, "job/", 4) || !strncmp(arg, "jobs/", 5)) {
+    gq_wl_shadow_name(GQ_WL_JOB, slash + 1, out, len);
+    return 0;
+  }
+  if (!strncmp(arg, "group/", 6)) {
+    gq_wl_shadow_name(GQ_WL_POD_GROUP, slash + 1, out, len);
+    return 0;
+  }
+  if (strncmp(arg, "pod/", 4) && strncmp(arg, "pods/", 5)) {
+    fprintf(stderr, "error: %s: expected a GpuJob name, pod/NAME, job/NAME "
+            "or group/NAME\n", arg);
+    return 1;
+  }
+  snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", c->ns,
+           slash + 1);
+  if (get_or_fail(c, path, 0, &pod))
+    return 1;
+  grp = jstr(jget(pod, "metadata", "labels", GQ_LBL_POD_GROUP, NULL));
+  m = jstr(jget(pod, "metadata", "annotations", GQ_ANN_MANAGED, NULL));
+  if (!m || strcmp(m, "true")) {
+    fprintf(stderr, "pod %s/%s is not queued by gpuq (no %s annotation: "
+            "its namespace is not a team's, or it requests no GPUs)\n",
+            c->ns, slash + 1, GQ_ANN_MANAGED);
+    json_decref(pod);
+    return 1;
+  }
+  gq_wl_shadow_name(grp ? GQ_WL_POD_GROUP : GQ_WL_POD, grp ? grp : slash + 1,
+                    out, len);
+  json_decref(pod);
+  return 0;
+}
+
 int gq_cli_why(int argc, char **argv)
 {
   struct gq_cli_opts o;
@@ -379,19 +434,22 @@ int gq_cli_why(int argc, char **argv)
   struct gq_gpujob j;
   struct gq_teamquota q;
   json_t *job = NULL, *tq = NULL, *verdict, *nodes;
-  char path[600], err[1024];
+  char path[600], err[1024], name[GQ_WL_NAME_MAX + 300];
   int has_q = 0, rc = 1;
 
   if (gq_cli_parse(argc, argv, "why", GQ_CLI_NS, 1, &o))
     return 2;
   if (o.n_args != 1 || o.all_ns) {
-    fprintf(stderr, "error: usage: kubectl gpuq why JOB [-n NAMESPACE]\n");
+    fprintf(stderr, "error: usage: kubectl gpuq why JOB|pod/NAME|job/NAME "
+            "[-n NAMESPACE]\n");
     return 2;
   }
   if (connect_or_fail(&c, &o))
     return 1;
+  if (stand_in_of(&c, o.args[0], name, sizeof(name)) != 0)
+    goto out;
   snprintf(path, sizeof(path), JOBS_PATH "/namespaces/%s/gpujobs/%s", c.ns,
-           o.args[0]);
+           name);
   if (get_or_fail(&c, path, 0, &job))
     goto out;
   if (gq_gpujob_decode(job, &j, err, sizeof(err)) != 0) {

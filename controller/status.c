@@ -470,6 +470,37 @@ static void free_event(struct cevent *e)
   free(e);
 }
 
+static void post_event(struct ctl *c, const json_t *obj,
+                       const struct cevent *e)
+{
+  c->ev_inflight++;
+  ctl_write_begin(c);
+  if (gq_kclient_event_how(c->kc, obj, e->type, e->reason, e->msg,
+                           GQ_CTL_COMPONENT, CTL_REPORT, event_done,
+                           c) != 0) {
+    ctl_write_end(c);
+    c->ev_inflight--;
+  }
+}
+
+/* A stand-in's events go to its workload as well (its first pod, or its
+ * Job), where `kubectl describe` shows them. */
+static void workload_event(struct ctl *c, const struct gq_gpujob *j,
+                           const struct cevent *e)
+{
+  int job = j->wl_kind == GQ_WL_JOB;
+  json_t *obj;
+
+  if (j->wl_kind == GQ_WL_NONE || (!job && j->n_wl_pods == 0))
+    return;
+  obj = json_pack("{s:s,s:s,s:{s:s,s:s}}", "apiVersion",
+                  job ? "batch/v1" : "v1", "kind", job ? "Job" : "Pod",
+                  "metadata", "name", job ? j->wl_name : j->wl_pods[0],
+                  "namespace", j->meta.ns);
+  post_event(c, obj, e);
+  json_decref(obj);
+}
+
 /* Sends the first queued event (its job may be gone by now: then it is
  * dropped). */
 static void send_event(struct ctl *c)
@@ -488,15 +519,9 @@ static void send_event(struct ctl *c)
                             "name", j->meta.name, "namespace", j->meta.ns,
                             "uid", j->meta.uid);
 
-    c->ev_inflight++;
-    ctl_write_begin(c);
-    if (gq_kclient_event_how(c->kc, obj, e->type, e->reason, e->msg,
-                             GQ_CTL_COMPONENT, CTL_REPORT, event_done,
-                             c) != 0) {
-      ctl_write_end(c);
-      c->ev_inflight--;
-    }
+    post_event(c, obj, e);
     json_decref(obj);
+    workload_event(c, j, e);
   }
   free_event(e);
 }
