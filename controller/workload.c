@@ -21,7 +21,8 @@
  *     (spec one_shot); a Job is requeued and resumes as a new attempt;
  *   - a Job's own Complete or Failed condition ends its stand-in;
  *   - a stand-in whose workload is gone is deleted, unless it still holds
- *     an admission (then the lifecycle ends it first).
+ *     an admission (then the lifecycle ends it first) or it ended because
+ *     gpuq deleted its pod (it stays as the record of why).
  * The stand-in's name is derived from the workload's (gq_wl_shadow_name),
  * so a restarted controller, or two at once, never make two; its
  * ownerReferences name the workload, so a real cluster's garbage collector
@@ -803,11 +804,22 @@ static void gc_done(int rc, const struct gq_k8s_status *st, const json_t *obj,
     ctl_api_error(arg, "delete", "gpujob (workload stand-in)", rc, st);
 }
 
+/* 1 for a stand-in that ended because gpuq took its pods away (a plain
+ * pod preempted, or missed): it stays, the one record of why the pod is
+ * gone, until someone deletes it. */
+static int kept(const struct cjob *cj)
+{
+  return cj->state == CJ_DONE && cj->reason &&
+         (!strcmp(cj->reason, "Preempted") ||
+          !strcmp(cj->reason, "PlacementMiss"));
+}
+
 void workload_gc(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
 {
   char path[700];
 
   if (!j || j->wl_kind == GQ_WL_NONE || j->meta.deletion_ms || cj->has_adm ||
+      kept(cj) ||
       cj->state == CJ_ADMITTING || cj->state == CJ_ACTIVE ||
       cj->state == CJ_TEARDOWN || !ctl_acting(c) || !workload_gone(c, j))
     return;
