@@ -527,6 +527,7 @@ static void register_metrics(struct ctl *c)
                                         43200, 86400, 259200};
   static const double lat_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01,
                                        0.025, 0.05, 0.1, 0.25, 1};
+  const char *tks[] = {"team", "kind", "state"};
   const char *tf[] = {"team", "flavor"}, *tm[] = {"team"},
              *vb[] = {"verb"}, *op[] = {"op"}, *ch[] = {"cohort"},
              *nr[] = {"node", "resource"};
@@ -560,6 +561,10 @@ static void register_metrics(struct ctl *c)
   c->m_drift = gq_metrics_gauge(m, "gpuq_ledger_drift_gpus",
       "GPUs by which the Redis ledger differed from the pods at the last "
       "audit (then repaired).", 1, ch);
+  c->m_workloads = gq_metrics_gauge(m, "gpuq_workloads",
+      "Jobs queued or admitted, by team, kind (GpuJob, or the Pod, "
+      "PodGroup or Job a stand-in queues) and state (queued, admitted).",
+      3, tks);
   c->m_frag = gq_metrics_gauge(m, "gpuq_unusable_free_gpus",
       "Free GPUs that no queued job can use (fragmentation).", 0, NULL);
   c->m_lost_nodes = gq_metrics_gauge(m, "gpuq_nodes_gpus_below_capacity",

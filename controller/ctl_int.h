@@ -110,6 +110,8 @@ struct cjob {
   unsigned char adopted;    /* state read back from status and pods */
   unsigned char status_inflight, status_again;
   unsigned char sq;         /* in a status write lane: 1 urgent, 2 background */
+  unsigned char wl;         /* enum gq_wl_kind of its GpuJob: what a
+                               stand-in queues (workload.c) */
   unsigned char dirty;      /* marked: in the work queue, or to be queued
                                again once processed (wq.c) */
   unsigned char processing; /* being reconciled now (wq.c) */
@@ -261,6 +263,7 @@ struct ctl {
   struct gq_metric *m_preemptions, *m_ckpt_duration, *m_lost_gpu_s,
       *m_resumes; /* disrupt.c */
   struct gq_metric *m_leader, *m_redis_up; /* 0/1 gauges for alerts */
+  struct gq_metric *m_workloads; /* by team, kind and state (status.c) */
   int64_t frag_gpus;
   /* frees (real ms when a pod ended) not yet answered by a pod create,
    * oldest first (a ring): gpuq_freed_to_create_seconds */

@@ -682,6 +682,8 @@ static void view_build(struct ctl *c, struct cjob *cj, struct view *v)
   struct gq_life_job *vj = &v->in.job;
 
   memset(&v->in, 0, sizeof(v->in));
+  if (j)
+    cj->wl = (unsigned char)j->wl_kind;
   view_job(cj, vj);
   view_quota(c, cj->team, cj->ns, &vj->q);
   view_spec(c, cj, obj, &v->spec);

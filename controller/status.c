@@ -1037,10 +1037,26 @@ static void node_free(struct ctl *c)
   }
 }
 
+/* gpuq_workloads: one count per team, kind and state. */
+static void workload_gauge(struct ctl *c, const char *team, unsigned wl,
+                           const char *state)
+{
+  const char *kind = wl ? gq_wl_kind_name((enum gq_wl_kind)wl) : "GpuJob";
+  const char *l[] = {team, kind, state};
+
+  gq_metric_add(c->m_workloads, l, 1);
+}
+
 void status_metrics(struct ctl *c)
 {
   struct cteam *t, *tt;
+  struct cjob *cj;
   struct node_walk w = {c, 0};
+
+  gq_metric_reset(c->m_workloads);
+  DL_FOREACH2(c->active, cj, act_next)
+    if (cj->state == CJ_ACTIVE)
+      workload_gauge(c, cj->team, cj->wl, "admitted");
 
   gq_metric_reset(c->m_pending);
   gq_metric_reset(c->m_admitted_gpus);
@@ -1051,6 +1067,8 @@ void status_metrics(struct ctl *c)
     const char *l1[] = {t->name};
 
     gq_metric_set(c->m_pending, l1, (double)t->n);
+    for (size_t i = 0; i < t->n; i++)
+      workload_gauge(c, t->name, t->q[i]->wl, "queued");
     for (size_t i = 0; i < t->n_use; i++) {
       const char *l2[] = {t->name, t->use[i].key};
 
