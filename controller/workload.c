@@ -20,9 +20,11 @@
  *   - a pod has no resume: a disrupted pod ends its stand-in Failed
  *     (spec one_shot); a Job is requeued and resumes as a new attempt;
  *   - a Job's own Complete or Failed condition ends its stand-in;
- *   - a stand-in whose workload is gone is deleted, unless it still holds
- *     an admission (then the lifecycle ends it first) or it ended because
- *     gpuq deleted its pod (it stays as the record of why).
+ *   - a stand-in whose workload is gone is deleted (by the garbage
+ *     collector, its ownerReferences naming the workload, and by gpuq for
+ *     a pod group that lost one pod while queued), unless it still holds
+ *     an admission (then the lifecycle ends it first). A preempted pod's
+ *     story stays in the events of its stand-in (reason Preempted).
  * The stand-in's name is derived from the workload's (gq_wl_shadow_name),
  * so a restarted controller, or two at once, never make two; its
  * ownerReferences name the workload, so a real cluster's garbage collector
@@ -158,6 +160,23 @@ static json_t *pod_template(const json_t *pod)
                    labels ? labels : json_object(), "spec", spec);
 }
 
+/* Drops resource res from the requests and limits of every container of
+ * the template's spec (a GpuJob's template must not ask for its GPUs:
+ * gpuq sets them from gpusPerReplica). The template is changed in place. */
+static void strip_gpus(json_t *tmpl, const char *res)
+{
+  json_t *spec = json_object_get(tmpl, "spec"), *c, *r;
+  size_t i;
+
+  for (int k = 0; k < 2; k++)
+    json_array_foreach(json_object_get(spec, k ? "initContainers"
+                                               : "containers"), i, c) {
+      r = json_object_get(c, "resources");
+      json_object_del(json_object_get(r, "limits"), res);
+      json_object_del(json_object_get(r, "requests"), res);
+    }
+}
+
 static json_t *stand_in_json(const struct stand_in *w)
 {
   char name[GQ_WL_NAME_MAX + 1];
@@ -168,13 +187,16 @@ static json_t *stand_in_json(const struct stand_in *w)
                          "name", w->name);
   json_t *s, *obj;
 
+  json_t *tmpl = json_deep_copy(w->tmpl);
+
   gq_wl_shadow_name(w->kind, w->name, name, sizeof(name));
   if (w->pods)
     json_object_set(wl, "pods", w->pods);
-  s = json_pack("{s:s, s:i, s:I, s:{s:s}, s:i, s:o, s:O}", "team", w->team,
+  strip_gpus(tmpl, w->res);
+  s = json_pack("{s:s, s:i, s:I, s:{s:s}, s:i, s:o, s:o}", "team", w->team,
                 "replicas", (int)w->replicas, "gpusPerReplica",
                 (json_int_t)w->gpus, "gpu", "resource", w->res,
-                "backoffLimit", 0, "workload", wl, "template", w->tmpl);
+                "backoffLimit", 0, "workload", wl, "template", tmpl);
   if (pc)
     json_object_set_new(s, "priorityClassName", json_string(pc));
   else if (json_is_integer(json_object_get(spec, "priority")))
@@ -804,22 +826,11 @@ static void gc_done(int rc, const struct gq_k8s_status *st, const json_t *obj,
     ctl_api_error(arg, "delete", "gpujob (workload stand-in)", rc, st);
 }
 
-/* 1 for a stand-in that ended because gpuq took its pods away (a plain
- * pod preempted, or missed): it stays, the one record of why the pod is
- * gone, until someone deletes it. */
-static int kept(const struct cjob *cj)
-{
-  return cj->state == CJ_DONE && cj->reason &&
-         (!strcmp(cj->reason, "Preempted") ||
-          !strcmp(cj->reason, "PlacementMiss"));
-}
-
 void workload_gc(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j)
 {
   char path[700];
 
   if (!j || j->wl_kind == GQ_WL_NONE || j->meta.deletion_ms || cj->has_adm ||
-      kept(cj) ||
       cj->state == CJ_ADMITTING || cj->state == CJ_ACTIVE ||
       cj->state == CJ_TEARDOWN || !ctl_acting(c) || !workload_gone(c, j))
     return;
