@@ -308,6 +308,22 @@ static void test_validate(void **state)
   json_decref(r);
 }
 
+/* Answered reviews are counted by webhook and verdict on /metrics. */
+static void test_metrics(void **state)
+{
+  char url[128], *text;
+
+  (void)state;
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", ctl.metrics_port);
+  assert_int_equal(gq_test_http("GET", url, NULL, NULL, NULL, &text), 200);
+  if (!strstr(text, "gpuq_webhook_requests_total{webhook=\"mutate\","
+                    "allowed=\"true\"}") ||
+      !strstr(text, "gpuq_webhook_requests_total{webhook=\"validate\","
+                    "allowed=\"false\"} 3"))
+    fail_msg("/metrics lacks the webhook counters:\n%s", text);
+  free(text);
+}
+
 /* A TeamQuota created while the controller runs admits its namespace as
  * soon as the webhook's informer has it. */
 static void test_new_teamquota(void **state)
@@ -440,6 +456,7 @@ int main(void)
       cmocka_unit_test(test_mutate_pod),
       cmocka_unit_test(test_mutate_job),
       cmocka_unit_test(test_validate),
+      cmocka_unit_test(test_metrics),
       cmocka_unit_test(test_malformed),
       cmocka_unit_test(test_new_teamquota),
       cmocka_unit_test(test_cert_reload),
