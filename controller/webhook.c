@@ -49,12 +49,12 @@ struct gq_webhook {
   char host[64];
   int port;
   struct gq_httpd *httpd;
-  char *cert, *key;             /* the PEM pair serving now */
+  char *cert, *key;                  /* the PEM pair serving now */
   struct file_sig cert_sig, key_sig; /* last seen (loaded or not) */
   unsigned generation;
   uv_timer_t reload;
   struct gq_informer *quotas;
-  struct gq_metric *requests;   /* NULL without a registry */
+  struct gq_metric *requests; /* NULL without a registry */
 };
 
 /* ---- certificate pair --------------------------------------------------- */
@@ -99,11 +99,15 @@ static int check_pair(const struct gq_webhook_opts *o, const char *cert,
     snprintf(err, errlen, "--webhook-cert '%s': no PEM certificate",
              o->cert_file);
   else if (!k)
-    snprintf(err, errlen, "--webhook-key '%s': no PEM private key (or it "
-             "is encrypted)", o->key_file);
+    snprintf(err, errlen,
+             "--webhook-key '%s': no PEM private key (or it "
+             "is encrypted)",
+             o->key_file);
   else if (X509_check_private_key(x, k) != 1)
-    snprintf(err, errlen, "--webhook-key '%s' does not match the "
-             "certificate in --webhook-cert '%s'", o->key_file, o->cert_file);
+    snprintf(err, errlen,
+             "--webhook-key '%s' does not match the "
+             "certificate in --webhook-cert '%s'",
+             o->key_file, o->cert_file);
   else
     rc = 0;
   X509_free(x);
@@ -154,7 +158,7 @@ static int load_pair(const struct gq_webhook_opts *o, char **cert, char **key,
 struct review {
   const char *uid;
   struct gq_adm_req req;
-  struct gq_kv *labels[2];     /* obj, old */
+  struct gq_kv *labels[2]; /* obj, old */
   const char **gates[2];
 };
 
@@ -179,11 +183,11 @@ static void read_labels(const json_t *meta, struct gq_adm_obj *o,
   if (!o->has_labels || !json_object_size(m))
     return;
   *own = gq_xcalloc(json_object_size(m), sizeof(**own));
-  json_object_foreach((json_t *)m, k, v)
-    if (json_is_string(v)) {
-      (*own)[o->n_labels].key = k;
-      (*own)[o->n_labels++].value = json_string_value(v);
-    }
+  json_object_foreach((json_t *)m, k, v) if (json_is_string(v))
+  {
+    (*own)[o->n_labels].key = k;
+    (*own)[o->n_labels++].value = json_string_value(v);
+  }
   o->labels = *own;
 }
 
@@ -196,14 +200,14 @@ static int list_gpus(const json_t *spec, const char *list)
   const char *name;
   size_t i;
 
-  json_array_foreach(arr, i, c) {
+  json_array_foreach(arr, i, c)
+  {
     if (i >= MAX_ITEMS)
       break;
     for (size_t m = 0; m < 2; m++)
-      json_object_foreach(json_object_get(json_object_get(c, "resources"),
-                                          maps[m]), name, v)
-        if (gq_adm_is_gpu_resource(name))
-          return 1;
+      json_object_foreach(
+          json_object_get(json_object_get(c, "resources"), maps[m]), name,
+          v) if (gq_adm_is_gpu_resource(name)) return 1;
   }
   return 0;
 }
@@ -219,7 +223,8 @@ static void read_gates(const json_t *spec, struct gq_adm_obj *o,
   if (!o->has_gates || !json_array_size(arr))
     return;
   *own = gq_xcalloc(json_array_size(arr), sizeof(**own));
-  json_array_foreach(arr, i, g) {
+  json_array_foreach(arr, i, g)
+  {
     const char *name = json_string_value(json_object_get(g, "name"));
 
     if (name)
@@ -282,8 +287,8 @@ static int decode_review(struct gq_dec *d, const json_t *root,
   const json_t *req;
 
   if (api && strcmp(api, REVIEW_VERSION))
-    return gq_dec_fail_got(d, "apiVersion", json_object_get(root,
-                           "apiVersion"), "must be %s", REVIEW_VERSION);
+    return gq_dec_fail_got(d, "apiVersion", json_object_get(root, "apiVersion"),
+                           "must be %s", REVIEW_VERSION);
   if (kind && strcmp(kind, "AdmissionReview"))
     return gq_dec_fail_got(d, "kind", json_object_get(root, "kind"),
                            "must be AdmissionReview");
@@ -321,10 +326,10 @@ static char *encode_patch(const struct gq_adm_result *res)
     return NULL;
   arr = json_array();
   for (size_t i = 0; i < res->n_ops; i++)
-    json_array_append_new(arr, json_pack("{s:s,s:s,s:o}", "op",
-                          res->ops[i].op, "path", res->ops[i].path, "value",
-                          json_loads(res->ops[i].value, JSON_DECODE_ANY,
-                                     NULL)));
+    json_array_append_new(
+        arr, json_pack("{s:s,s:s,s:o}", "op", res->ops[i].op, "path",
+                       res->ops[i].path, "value",
+                       json_loads(res->ops[i].value, JSON_DECODE_ANY, NULL)));
   text = json_dumps(arr, JSON_COMPACT);
   json_decref(arr);
   n = strlen(text);
@@ -342,9 +347,9 @@ static json_t *render(const char *uid, const struct gq_adm_result *res)
 
   if (!res->allowed)
     json_object_set_new(resp, "status",
-                        json_pack("{s:i,s:s,s:s,s:s}", "code", 403,
-                                  "status", "Failure", "reason", "Forbidden",
-                                  "message", res->msg));
+                        json_pack("{s:i,s:s,s:s,s:s}", "code", 403, "status",
+                                  "Failure", "reason", "Forbidden", "message",
+                                  res->msg));
   if (patch) {
     json_object_set_new(resp, "patchType", json_string("JSONPatch"));
     json_object_set_new(resp, "patch", json_string(patch));
@@ -395,8 +400,8 @@ static void answer(struct gq_webhook *w, struct gq_http_req *r,
 {
   struct tq_list l = {0};
   struct gq_adm_result res;
-  const char *user = w->o.controller_user ? w->o.controller_user
-                                          : GQ_CONTROLLER_USER;
+  const char *user =
+      w->o.controller_user ? w->o.controller_user : GQ_CONTROLLER_USER;
   const char *labels[2];
   json_t *out;
   char *text;
@@ -470,7 +475,8 @@ static void on_request(struct gq_http_req *r, void *arg)
   int mutate = !strcmp(path, "/mutate");
 
   if (!mutate && strcmp(path, "/validate")) {
-    respond_text(r, 404, "404 page not found: the webhooks are /mutate and "
+    respond_text(r, 404,
+                 "404 page not found: the webhooks are /mutate and "
                  "/validate");
   } else if (strcmp(gq_http_method(r), "POST")) {
     static const char msg[] = "method not allowed: POST an AdmissionReview";
@@ -490,10 +496,8 @@ static void on_request(struct gq_http_req *r, void *arg)
 static int serve(struct gq_webhook *w, char *cert, char *key, char *err,
                  size_t errlen)
 {
-  struct gq_httpd_opts ho = {w->host, w->port, cert, key,
-                             GQ_WEBHOOK_MAX_BODY};
-  int rc = gq_httpd_start(w->loop, &ho, on_request, w, &w->httpd, err,
-                          errlen);
+  struct gq_httpd_opts ho = {w->host, w->port, cert, key, GQ_WEBHOOK_MAX_BODY};
+  int rc = gq_httpd_start(w->loop, &ho, on_request, w, &w->httpd, err, errlen);
 
   if (rc != 0)
     return rc;
@@ -521,8 +525,10 @@ static void swap_pair(struct gq_webhook *w, char *cert, char *key)
   }
   free(cert);
   free(key);
-  GQ_LOG(GQ_ERROR, &lc, "cannot serve the new certificate: %s; keeping the "
-         "old one", err);
+  GQ_LOG(GQ_ERROR, &lc,
+         "cannot serve the new certificate: %s; keeping the "
+         "old one",
+         err);
   if (serve(w, w->cert, w->key, err2, sizeof(err2)) != 0) {
     /* w->cert/key stay owned; the next tick tries again */
     GQ_LOG(GQ_ERROR, &lc, "cannot serve the webhooks: %s", err2);
@@ -544,8 +550,10 @@ static void on_reload(uv_timer_t *t)
   if (load_pair(&w->o, &cert, &key, err, sizeof(err)) != 0) {
     /* Logged once per change: a cert written before its key is fixed by
      * the key's own change a tick later. */
-    GQ_LOG(GQ_ERROR, &lc, "cannot reload the webhook certificate: %s; "
-           "keeping the old one", err);
+    GQ_LOG(GQ_ERROR, &lc,
+           "cannot reload the webhook certificate: %s; "
+           "keeping the old one",
+           err);
     return;
   }
   if (w->httpd && !strcmp(cert, w->cert) && !strcmp(key, w->key)) {
@@ -563,12 +571,15 @@ static int first_start(struct gq_webhook *w, char *err, size_t errlen)
   int rc;
 
   if (gq_httpd_parse_addr(w->o.addr, w->host, sizeof(w->host), &w->port)) {
-    snprintf(err, errlen, "--webhook-addr: invalid listen address '%s': "
-             "want IPV4:PORT or [IPV6]:PORT", w->o.addr);
+    snprintf(err, errlen,
+             "--webhook-addr: invalid listen address '%s': "
+             "want IPV4:PORT or [IPV6]:PORT",
+             w->o.addr);
     return GQ_EINVAL;
   }
   if (!w->o.cert_file || !w->o.key_file) {
-    snprintf(err, errlen, "--webhook-addr needs --webhook-cert and "
+    snprintf(err, errlen,
+             "--webhook-addr needs --webhook-cert and "
              "--webhook-key (PEM files)");
     return GQ_EINVAL;
   }
@@ -602,9 +613,11 @@ int gq_webhook_start(uv_loop_t *loop, struct gq_kclient *kc,
     return rc;
   }
   if (o->metrics)
-    w->requests = gq_metrics_counter(o->metrics, "gpuq_webhook_requests_total",
+    w->requests = gq_metrics_counter(
+        o->metrics, "gpuq_webhook_requests_total",
         "AdmissionReviews answered, by webhook (mutate, validate) and "
-        "verdict", 2, names);
+        "verdict",
+        2, names);
   h.decode = gq_teamquota_decode_new;
   h.release = gq_teamquota_free;
   io.path = "/apis/" GQ_GROUP "/" GQ_VERSION "/teamquotas";

@@ -45,7 +45,7 @@ struct gq_webhook;
 
 /* kube-apiserver's own request body limit (3 MiB). */
 #define GQ_WEBHOOK_MAX_BODY (3u << 20)
-#define GQ_WEBHOOK_RELOAD_MS 2000 /* certificate check period */
+#define GQ_WEBHOOK_RELOAD_MS 2000     /* certificate check period */
 #define GQ_WEBHOOK_MAX_PEM (1u << 20) /* bytes of a certificate or key file */
 
 struct gq_webhook_opts {

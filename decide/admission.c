@@ -95,8 +95,8 @@ enum team_rc {
 };
 
 static enum team_rc resolve_team(const struct gq_adm_req *r,
-                                 const struct gq_teamquota *const *tq,
-                                 size_t n, const char **team)
+                                 const struct gq_teamquota *const *tq, size_t n,
+                                 const char **team)
 {
   const char *lbl = gq_kv_get(r->obj.labels, r->obj.n_labels, GQ_LBL_TEAM);
   size_t admitting = 0;
@@ -113,8 +113,7 @@ static enum team_rc resolve_team(const struct gq_adm_req *r,
     return *team ? TEAM_OK : TEAM_BAD_LABEL;
   if (admitting > 1)
     *team = NULL;
-  return admitting == 0 ? TEAM_NONE
-                        : admitting == 1 ? TEAM_OK : TEAM_AMBIGUOUS;
+  return admitting == 0 ? TEAM_NONE : admitting == 1 ? TEAM_OK : TEAM_AMBIGUOUS;
 }
 
 static int has_gate(const struct gq_adm_obj *o, const char *gate)
@@ -191,8 +190,7 @@ static void add_gate(struct gq_adm_result *out, const struct gq_adm_obj *o)
   snprintf(p->path, sizeof(p->path), "/spec/schedulingGates%s",
            o->has_gates ? "/-" : "");
   snprintf(p->value, sizeof(p->value), "%s{\"name\":\"%s\"}%s",
-           o->has_gates ? "" : "[", GQ_GATE_ADMISSION,
-           o->has_gates ? "" : "]");
+           o->has_gates ? "" : "[", GQ_GATE_ADMISSION, o->has_gates ? "" : "]");
 }
 
 /* The annotation and the team label, unless the object has them. */
@@ -262,17 +260,20 @@ static int check_team(const struct gq_adm_req *r,
     if (!r->obj.gpus)
       return 1;
     list_teams(&a, tq, n);
-    refuse(out, "namespace \"%s\" is not admitted by any TeamQuota "
-           "(TeamQuotas: %s); %s must run in a team namespace", r->ns, list,
-           noun(r));
+    refuse(out,
+           "namespace \"%s\" is not admitted by any TeamQuota "
+           "(TeamQuotas: %s); %s must run in a team namespace",
+           r->ns, list, noun(r));
     return 0;
   case TEAM_AMBIGUOUS:
     if (!r->obj.gpus)
       return 1;
     list_admitting(&a, tq, n, r->ns);
-    refuse(out, "metadata.labels[\"%s\"]: required: namespace \"%s\" is "
+    refuse(out,
+           "metadata.labels[\"%s\"]: required: namespace \"%s\" is "
            "admitted by several TeamQuotas (%s); %s there must name their "
-           "team", GQ_LBL_TEAM, r->ns, list, noun(r));
+           "team",
+           GQ_LBL_TEAM, r->ns, list, noun(r));
     return 0;
   case TEAM_BAD_LABEL:
     break;
@@ -280,14 +281,17 @@ static int check_team(const struct gq_adm_req *r,
   for (size_t i = 0; i < n; i++)
     if (!strcmp(tq[i]->meta.name, lbl)) {
       list_admitting(&a, tq, n, r->ns);
-      refuse(out, "metadata.labels[\"%s\"]: TeamQuota \"%s\" does not admit "
+      refuse(out,
+             "metadata.labels[\"%s\"]: TeamQuota \"%s\" does not admit "
              "namespace \"%s\" (TeamQuotas admitting it: %s), got \"%s\"",
              GQ_LBL_TEAM, lbl, r->ns, list, lbl);
       return 0;
     }
   list_teams(&a, tq, n);
-  refuse(out, "metadata.labels[\"%s\"]: no TeamQuota \"%s\" exists "
-         "(TeamQuotas: %s), got \"%s\"", GQ_LBL_TEAM, lbl, list, lbl);
+  refuse(out,
+         "metadata.labels[\"%s\"]: no TeamQuota \"%s\" exists "
+         "(TeamQuotas: %s), got \"%s\"",
+         GQ_LBL_TEAM, lbl, list, lbl);
   return 0;
 }
 
@@ -296,10 +300,10 @@ static int check_gate(const struct gq_adm_req *r, const char *controller_user,
                       struct gq_adm_result *out)
 {
   if (r->kind != GQ_ADM_POD || !has_gate(&r->old, GQ_GATE_ADMISSION) ||
-      has_gate(&r->obj, GQ_GATE_ADMISSION) ||
-      !strcmp(r->user, controller_user))
+      has_gate(&r->obj, GQ_GATE_ADMISSION) || !strcmp(r->user, controller_user))
     return 1;
-  refuse(out, "spec.schedulingGates: only \"%s\" may remove gate \"%s\" "
+  refuse(out,
+         "spec.schedulingGates: only \"%s\" may remove gate \"%s\" "
          "(gpuq removes it when it admits the pod), got user \"%s\"",
          controller_user, GQ_GATE_ADMISSION, r->user);
   return 0;

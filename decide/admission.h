@@ -41,50 +41,50 @@ enum gq_adm_kind { GQ_ADM_OTHER, GQ_ADM_POD, GQ_ADM_JOB };
 
 /* One state of the object (request.object or request.oldObject). */
 struct gq_adm_obj {
-  const struct gq_kv *labels;  /* metadata.labels */
+  const struct gq_kv *labels; /* metadata.labels */
   size_t n_labels;
-  int has_labels;              /* metadata.labels is present (else a patch
-                                  must create the map) */
-  const char *managed;         /* annotation GQ_ANN_MANAGED, or NULL */
-  int has_annotations;         /* metadata.annotations is present */
-  int gpus;                    /* 1 if a container or init container (a
-                                  Job: of its pod template) requests or
-                                  limits a GPU resource
-                                  (gq_adm_is_gpu_resource()) */
-  const char *const *gates;    /* Pod: spec.schedulingGates[].name */
+  int has_labels;           /* metadata.labels is present (else a patch
+                               must create the map) */
+  const char *managed;      /* annotation GQ_ANN_MANAGED, or NULL */
+  int has_annotations;      /* metadata.annotations is present */
+  int gpus;                 /* 1 if a container or init container (a
+                               Job: of its pod template) requests or
+                               limits a GPU resource
+                               (gq_adm_is_gpu_resource()) */
+  const char *const *gates; /* Pod: spec.schedulingGates[].name */
   size_t n_gates;
-  int has_gates;               /* spec.schedulingGates is present */
-  int suspend;                 /* Job: spec.suspend */
+  int has_gates; /* spec.schedulingGates is present */
+  int suspend;   /* Job: spec.suspend */
 };
 
 struct gq_adm_req {
   enum gq_adm_op op;
   enum gq_adm_kind kind;
-  const char *ns;              /* request.namespace */
-  const char *user;            /* request.userInfo.username */
-  struct gq_adm_obj obj;       /* CREATE, UPDATE: the new object */
-  struct gq_adm_obj old;       /* UPDATE: the object before */
+  const char *ns;        /* request.namespace */
+  const char *user;      /* request.userInfo.username */
+  struct gq_adm_obj obj; /* CREATE, UPDATE: the new object */
+  struct gq_adm_obj old; /* UPDATE: the object before */
 };
 
-#define GQ_ADM_MAX_OPS 4       /* gate, annotation, label, suspend */
-#define GQ_ADM_PATH_MAX 128    /* bytes of a JSON pointer */
-#define GQ_ADM_VALUE_MAX 160   /* bytes of a value's JSON text */
-#define GQ_ADM_MSG_MAX 2048    /* bytes of a denial message */
+#define GQ_ADM_MAX_OPS 4     /* gate, annotation, label, suspend */
+#define GQ_ADM_PATH_MAX 128  /* bytes of a JSON pointer */
+#define GQ_ADM_VALUE_MAX 160 /* bytes of a value's JSON text */
+#define GQ_ADM_MSG_MAX 2048  /* bytes of a denial message */
 
 /* One RFC 6902 operation: always "add" (which also replaces an existing
  * object member, RFC 6902 §4.1). */
 struct gq_adm_patch {
-  const char *op;                /* "add" (static) */
-  char path[GQ_ADM_PATH_MAX];    /* JSON pointer, RFC 6901 escaped */
-  char value[GQ_ADM_VALUE_MAX];  /* JSON text */
+  const char *op;               /* "add" (static) */
+  char path[GQ_ADM_PATH_MAX];   /* JSON pointer, RFC 6901 escaped */
+  char value[GQ_ADM_VALUE_MAX]; /* JSON text */
 };
 
 struct gq_adm_result {
-  int allowed;                   /* 1 allowed, 0 refused */
-  char msg[GQ_ADM_MSG_MAX];      /* refused: the reason, naming the field
-                                    and value; "" when allowed */
-  const char *team;              /* the workload's team (borrowed from a
-                                    TeamQuota), NULL if none or unresolved */
+  int allowed;              /* 1 allowed, 0 refused */
+  char msg[GQ_ADM_MSG_MAX]; /* refused: the reason, naming the field
+                               and value; "" when allowed */
+  const char *team;         /* the workload's team (borrowed from a
+                               TeamQuota), NULL if none or unresolved */
   struct gq_adm_patch ops[GQ_ADM_MAX_OPS]; /* mutating only */
   size_t n_ops;
 };

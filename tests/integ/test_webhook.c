@@ -32,7 +32,7 @@
 static struct gq_test_sim sim;
 static struct gq_test_redis redis;
 static struct gq_test_ctl ctl;
-static char crt[300], key[300]; /* the files the controller serves */
+static char crt[300], key[300];   /* the files the controller serves */
 static char crt1[300], key1[300]; /* the first pair */
 static char trust[300];           /* what the client trusts */
 static char base[128];            /* https://127.0.0.1:PORT */
@@ -68,7 +68,8 @@ static void add_tq(const char *name, const char *namespaces)
   char *body = gq_xasprintf(
       "{\"apiVersion\":\"gpuq.dev/v1alpha1\",\"kind\":\"TeamQuota\","
       "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"namespaces\":[%s],"
-      "\"resources\":[{\"flavor\":\"*\",\"nominal\":8}]}}", name, namespaces);
+      "\"resources\":[{\"flavor\":\"*\",\"nominal\":8}]}}",
+      name, namespaces);
 
   json_decref(gq_test_sim_call(&sim, "POST", TQ, body, 201));
   free(body);
@@ -96,14 +97,13 @@ static int webhook_port(void)
     return -1;
   log = gq_test_read_file(ctl.log, NULL);
   if (log && (p = strstr(log, needle)))
-    port = atoi(p + strlen(needle));
+    port = (int)strtol(p + strlen(needle), NULL, 10);
   free(log);
   return port;
 }
 
 /* POST body to base+path trusting ca; status, response in *resp. */
-static int post(const char *ca, const char *path, const char *body,
-                char **resp)
+static int post(const char *ca, const char *path, const char *body, char **resp)
 {
   char url[256];
 
@@ -165,8 +165,8 @@ static json_t *patch_of(const json_t *r)
   return p;
 }
 
-#define GPU_POD                                                              \
-  "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":"    \
+#define GPU_POD                                                                \
+  "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":"        \
   "\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}}"
 
 static int setup(void **state)
@@ -188,8 +188,12 @@ static int setup(void **state)
   add_tq("team-b", "\"team-b\",\"shared\"");
   add_tq("team-c", "\"shared\"");
   {
-    const char *const args[] = {"--webhook-addr", "127.0.0.1:0",
-                                "--webhook-cert", crt, "--webhook-key", key,
+    const char *const args[] = {"--webhook-addr",
+                                "127.0.0.1:0",
+                                "--webhook-cert",
+                                crt,
+                                "--webhook-key",
+                                key,
                                 NULL};
 
     if (gq_test_ctl_start(&ctl, &sim, redis.url, 1, args) != 0 ||
@@ -223,15 +227,17 @@ static int teardown(void **state)
 
 static void test_mutate_pod(void **state)
 {
-  json_t *r = call("/mutate", review("Pod", "CREATE", "team-a", "alice",
-                                     GPU_POD, NULL));
-  json_t *p = patch_of(r), *want = json_loads(
-      "[{\"op\":\"add\",\"path\":\"/spec/schedulingGates\",\"value\":"
-      "[{\"name\":\"gpuq.dev/admission\"}]},"
-      "{\"op\":\"add\",\"path\":\"/metadata/annotations\",\"value\":"
-      "{\"gpuq.dev/managed\":\"true\"}},"
-      "{\"op\":\"add\",\"path\":\"/metadata/labels\",\"value\":"
-      "{\"gpuq.dev/team\":\"team-a\"}}]", 0, NULL);
+  json_t *r = call("/mutate",
+                   review("Pod", "CREATE", "team-a", "alice", GPU_POD, NULL));
+  json_t *p = patch_of(r),
+         *want = json_loads(
+             "[{\"op\":\"add\",\"path\":\"/spec/schedulingGates\",\"value\":"
+             "[{\"name\":\"gpuq.dev/admission\"}]},"
+             "{\"op\":\"add\",\"path\":\"/metadata/annotations\",\"value\":"
+             "{\"gpuq.dev/managed\":\"true\"}},"
+             "{\"op\":\"add\",\"path\":\"/metadata/labels\",\"value\":"
+             "{\"gpuq.dev/team\":\"team-a\"}}]",
+             0, NULL);
 
   (void)state;
   assert_true(json_is_true(json_object_get(r, "allowed")));
@@ -241,9 +247,9 @@ static void test_mutate_pod(void **state)
   json_decref(p);
   json_decref(r);
   /* without GPUs: unchanged, no patch */
-  r = call("/mutate", review("Pod", "CREATE", "team-a", "alice",
-                             "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
-                             NULL));
+  r = call("/mutate",
+           review("Pod", "CREATE", "team-a", "alice",
+                  "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}", NULL));
   assert_true(json_is_true(json_object_get(r, "allowed")));
   assert_null(json_object_get(r, "patch"));
   json_decref(r);
@@ -251,15 +257,22 @@ static void test_mutate_pod(void **state)
 
 static void test_mutate_job(void **state)
 {
-  json_t *r = call("/mutate", review("Job", "CREATE", "shared", "alice",
-      "{\"metadata\":{\"labels\":{\"gpuq.dev/team\":\"team-c\"}},"
-      "\"spec\":{\"template\":{\"spec\":{\"initContainers\":[{\"name\":\"i\","
-      "\"resources\":{\"requests\":{\"nvidia.com/mig-1g.10gb\":\"1\"}}}],"
-      "\"containers\":[{\"name\":\"c\"}]}}}}", NULL));
-  json_t *p = patch_of(r), *want = json_loads(
-      "[{\"op\":\"add\",\"path\":\"/spec/suspend\",\"value\":true},"
-      "{\"op\":\"add\",\"path\":\"/metadata/annotations\",\"value\":"
-      "{\"gpuq.dev/managed\":\"true\"}}]", 0, NULL);
+  json_t *r = call(
+      "/mutate",
+      review(
+          "Job", "CREATE", "shared", "alice",
+          "{\"metadata\":{\"labels\":{\"gpuq.dev/team\":\"team-c\"}},"
+          "\"spec\":{\"template\":{\"spec\":{\"initContainers\":[{\"name\":"
+          "\"i\","
+          "\"resources\":{\"requests\":{\"nvidia.com/mig-1g.10gb\":\"1\"}}}],"
+          "\"containers\":[{\"name\":\"c\"}]}}}}",
+          NULL));
+  json_t *p = patch_of(r),
+         *want = json_loads(
+             "[{\"op\":\"add\",\"path\":\"/spec/suspend\",\"value\":true},"
+             "{\"op\":\"add\",\"path\":\"/metadata/annotations\",\"value\":"
+             "{\"gpuq.dev/managed\":\"true\"}}]",
+             0, NULL);
 
   (void)state;
   if (!json_equal(p, want))
@@ -276,8 +289,7 @@ static void expect_refused(char *body, const char *want)
 
   assert_true(json_is_false(json_object_get(r, "allowed")));
   assert_int_equal(json_integer_value(json_object_get(st, "code")), 403);
-  assert_string_equal(json_string_value(json_object_get(st, "message")),
-                      want);
+  assert_string_equal(json_string_value(json_object_get(st, "message")), want);
   json_decref(r);
 }
 
@@ -286,23 +298,28 @@ static void test_validate(void **state)
   json_t *r;
 
   (void)state;
-  expect_refused(review("Pod", "CREATE", "ml-x", "alice", GPU_POD, NULL),
+  expect_refused(
+      review("Pod", "CREATE", "ml-x", "alice", GPU_POD, NULL),
       "namespace \"ml-x\" is not admitted by any TeamQuota (TeamQuotas: "
       "team-a [team-a], team-b [team-b, shared], team-c [shared]); GPU pods "
       "must run in a team namespace");
-  expect_refused(review("Pod", "CREATE", "shared", "alice", GPU_POD, NULL),
+  expect_refused(
+      review("Pod", "CREATE", "shared", "alice", GPU_POD, NULL),
       "metadata.labels[\"gpuq.dev/team\"]: required: namespace \"shared\" is "
       "admitted by several TeamQuotas (team-b, team-c); GPU pods there must "
       "name their team");
-  expect_refused(review("Pod", "UPDATE", "team-a", "alice",
-      "{\"spec\":{\"schedulingGates\":[]}}",
-      "{\"spec\":{\"schedulingGates\":[{\"name\":\"gpuq.dev/admission\"}]}}"),
+  expect_refused(
+      review("Pod", "UPDATE", "team-a", "alice",
+             "{\"spec\":{\"schedulingGates\":[]}}",
+             "{\"spec\":{\"schedulingGates\":[{\"name\":\"gpuq.dev/"
+             "admission\"}]}}"),
       "spec.schedulingGates: only \"" CTL_USER "\" may remove gate "
       "\"gpuq.dev/admission\" (gpuq removes it when it admits the pod), got "
       "user \"alice\"");
-  r = call("/validate", review("Pod", "UPDATE", "team-a", CTL_USER,
-      "{\"spec\":{}}",
-      "{\"spec\":{\"schedulingGates\":[{\"name\":\"gpuq.dev/admission\"}]}}"));
+  r = call("/validate",
+           review("Pod", "UPDATE", "team-a", CTL_USER, "{\"spec\":{}}",
+                  "{\"spec\":{\"schedulingGates\":[{\"name\":\"gpuq.dev/"
+                  "admission\"}]}}"));
   assert_true(json_is_true(json_object_get(r, "allowed")));
   assert_null(json_object_get(r, "status"));
   json_decref(r);
@@ -334,8 +351,8 @@ static void test_new_teamquota(void **state)
   (void)state;
   add_tq("ml-x", "\"ml-x\"");
   while (!allowed && now_ms() < deadline) {
-    json_t *r = call("/validate", review("Pod", "CREATE", "ml-x", "alice",
-                                         GPU_POD, NULL));
+    json_t *r = call("/validate",
+                     review("Pod", "CREATE", "ml-x", "alice", GPU_POD, NULL));
 
     allowed = json_is_true(json_object_get(r, "allowed"));
     json_decref(r);
@@ -369,16 +386,21 @@ static void test_malformed(void **state)
   expect_status("POST", "/mutate", "{not json", 400,
                 "malformed AdmissionReview: body: not JSON");
   expect_status("POST", "/validate", "[]", 400, "body: must be a JSON object");
-  expect_status("POST", "/validate", "{\"apiVersion\":\"admission.k8s.io/v1\","
-                "\"kind\":\"AdmissionReview\",\"request\":{}}", 400,
-                "request.uid: required value");
-  expect_status("POST", "/validate", "{\"apiVersion\":\"v1beta1\","
-                "\"kind\":\"AdmissionReview\"}", 400,
+  expect_status("POST", "/validate",
+                "{\"apiVersion\":\"admission.k8s.io/v1\","
+                "\"kind\":\"AdmissionReview\",\"request\":{}}",
+                400, "request.uid: required value");
+  expect_status("POST", "/validate",
+                "{\"apiVersion\":\"v1beta1\","
+                "\"kind\":\"AdmissionReview\"}",
+                400,
                 "apiVersion: must be admission.k8s.io/v1, got \"v1beta1\"");
-  expect_status("POST", "/mutate", "{\"apiVersion\":\"admission.k8s.io/v1\","
+  expect_status("POST", "/mutate",
+                "{\"apiVersion\":\"admission.k8s.io/v1\","
                 "\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"u\","
                 "\"operation\":\"CREATE\",\"kind\":{\"kind\":\"Pod\"},"
-                "\"object\":7}}", 400, "request.object");
+                "\"object\":7}}",
+                400, "request.object");
   expect_status("POST", "/other", "{}", 404, "/mutate and /validate");
   expect_status("GET", "/mutate", NULL, 405, "POST");
   memset(big, ' ', 4u << 20);
@@ -386,8 +408,8 @@ static void test_malformed(void **state)
   expect_status("POST", "/mutate", big, 413, "exceeds 3145728 bytes");
   free(big);
   /* still serving */
-  json_decref(call("/mutate", review("Pod", "CREATE", "team-a", "alice",
-                                     GPU_POD, NULL)));
+  json_decref(call("/mutate",
+                   review("Pod", "CREATE", "team-a", "alice", GPU_POD, NULL)));
 }
 
 /* Waits until a client trusting only ca gets an answer (1) or the
@@ -453,12 +475,9 @@ static void test_cert_reload(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_mutate_pod),
-      cmocka_unit_test(test_mutate_job),
-      cmocka_unit_test(test_validate),
-      cmocka_unit_test(test_metrics),
-      cmocka_unit_test(test_malformed),
-      cmocka_unit_test(test_new_teamquota),
+      cmocka_unit_test(test_mutate_pod),  cmocka_unit_test(test_mutate_job),
+      cmocka_unit_test(test_validate),    cmocka_unit_test(test_metrics),
+      cmocka_unit_test(test_malformed),   cmocka_unit_test(test_new_teamquota),
       cmocka_unit_test(test_cert_reload),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -19,12 +19,12 @@
 
 static const char *ns_a[] = {"team-a"}, *ns_b[] = {"team-b", "shared"},
                   *ns_c[] = {"shared"};
-static struct gq_teamquota tqa = {.meta = {.name = "team-a"},
-                                  .namespaces = ns_a, .n_namespaces = 1};
-static struct gq_teamquota tqb = {.meta = {.name = "team-b"},
-                                  .namespaces = ns_b, .n_namespaces = 2};
-static struct gq_teamquota tqc = {.meta = {.name = "team-c"},
-                                  .namespaces = ns_c, .n_namespaces = 1};
+static struct gq_teamquota tqa = {
+    .meta = {.name = "team-a"}, .namespaces = ns_a, .n_namespaces = 1};
+static struct gq_teamquota tqb = {
+    .meta = {.name = "team-b"}, .namespaces = ns_b, .n_namespaces = 2};
+static struct gq_teamquota tqc = {
+    .meta = {.name = "team-c"}, .namespaces = ns_c, .n_namespaces = 1};
 static const struct gq_teamquota *const tqs[] = {&tqa, &tqb, &tqc};
 
 static const struct gq_kv team_a[] = {{GQ_LBL_TEAM, "team-a"}};
@@ -36,15 +36,27 @@ static const char *const gated[] = {"other", GQ_GATE_ADMISSION};
 static const char *const other[] = {"other"};
 
 /* An object: labels, has annotations, managed, gpus, gates. */
-#define OBJ(lbl, ann, man, gpu, gt)                                        \
-  {lbl, sizeof(lbl) / sizeof(struct gq_kv), 1, man, ann, gpu, gt,          \
-   sizeof(gt) / sizeof(char *), 1, 0}
-#define OBJ0(lbl, ann, man, gpu)                                          \
-  {lbl, sizeof(lbl) / sizeof(struct gq_kv), 1, man, ann, gpu, NULL, 0, 0, 0}
-#define BARE(gpu) {NULL, 0, 0, NULL, 0, gpu, NULL, 0, 0, 0}
-#define POD(op, ns, o) {op, GQ_ADM_POD, ns, "alice", o, BARE(0)}
-#define JOB(op, ns, o) {op, GQ_ADM_JOB, ns, "alice", o, BARE(0)}
-
+#define OBJ(lbl, ann, man, gpu, gt)                                            \
+  {                                                                            \
+    lbl, sizeof(lbl) / sizeof(struct gq_kv), 1, man, ann, gpu, gt,             \
+        sizeof(gt) / sizeof(char *), 1, 0                                      \
+  }
+#define OBJ0(lbl, ann, man, gpu)                                               \
+  {                                                                            \
+    lbl, sizeof(lbl) / sizeof(struct gq_kv), 1, man, ann, gpu, NULL, 0, 0, 0   \
+  }
+#define BARE(gpu)                                                              \
+  {                                                                            \
+    NULL, 0, 0, NULL, 0, gpu, NULL, 0, 0, 0                                    \
+  }
+#define POD(op, ns, o)                                                         \
+  {                                                                            \
+    op, GQ_ADM_POD, ns, "alice", o, BARE(0)                                    \
+  }
+#define JOB(op, ns, o)                                                         \
+  {                                                                            \
+    op, GQ_ADM_JOB, ns, "alice", o, BARE(0)                                    \
+  }
 
 /* ---- mutating ----------------------------------------------------------- */
 
@@ -147,7 +159,10 @@ struct val_case {
   const char *want; /* NULL: allowed */
 };
 
-#define UPD(o, old, user) {GQ_ADM_UPDATE, GQ_ADM_POD, "team-a", user, o, old}
+#define UPD(o, old, user)                                                      \
+  {                                                                            \
+    GQ_ADM_UPDATE, GQ_ADM_POD, "team-a", user, o, old                          \
+  }
 
 /* clang-format off */
 static const struct val_case val_cases[] = {
@@ -244,7 +259,8 @@ static void test_validate_no_teams(void **state)
 
   (void)state;
   assert_int_equal(gq_adm_validate(&r, NULL, 0, CTL, &res), 0);
-  assert_string_equal(res.msg, "namespace \"ml-x\" is not admitted by any "
+  assert_string_equal(res.msg,
+                      "namespace \"ml-x\" is not admitted by any "
                       "TeamQuota (TeamQuotas: none); GPU pods must run in a "
                       "team namespace");
 }
@@ -279,8 +295,8 @@ static void test_validate_long_list(void **state)
 static void test_escaping(void **state)
 {
   static const char *ns[] = {"team-a"};
-  struct gq_teamquota odd = {.meta = {.name = "a\"b\\c"}, .namespaces = ns,
-                             .n_namespaces = 1};
+  struct gq_teamquota odd = {
+      .meta = {.name = "a\"b\\c"}, .namespaces = ns, .n_namespaces = 1};
   const struct gq_teamquota *one[] = {&odd};
   struct gq_adm_req r = POD(GQ_ADM_CREATE, "team-a", BARE(1));
   struct gq_adm_result res;
