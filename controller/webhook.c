@@ -1,12 +1,12 @@
 /* controller/webhook.c - the admission webhooks over HTTPS (see
- * webhook.h). Decoding an AdmissionReview into struct gq_adm_req and
- * rendering the decision are here; the decisions are decide/admission.c. */
+ * webhook.h): the server, its TeamQuotas and its certificate reload. The
+ * AdmissionReview is decoded and rendered by api/admission.c; the
+ * decisions are decide/admission.c. */
 #include "controller/webhook.h"
 
 #include <errno.h>
 #include <jansson.h>
 #include <openssl/bio.h>
-#include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <stdio.h>
@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "api/admission.h"
 #include "api/gpujob.h"
 #include "api/httpd.h"
 #include "api/informer.h"
@@ -28,8 +29,6 @@
 
 #define JSON_CTYPE "application/json"
 #define TEXT_CTYPE "text/plain; charset=utf-8"
-#define REVIEW_VERSION "admission.k8s.io/v1"
-#define MAX_ITEMS 4096 /* containers, gates: far above any valid pod */
 
 static const struct gq_lc lc = {"controller", "webhook", NULL};
 
@@ -152,213 +151,6 @@ static int load_pair(const struct gq_webhook_opts *o, char **cert, char **key,
   return -1;
 }
 
-/* ---- AdmissionReview in ------------------------------------------------- */
-
-/* One decoded request, with what the decode allocated. */
-struct review {
-  const char *uid;
-  struct gq_adm_req req;
-  struct gq_kv *labels[2]; /* obj, old */
-  const char **gates[2];
-};
-
-static void review_release(struct review *rv)
-{
-  for (int i = 0; i < 2; i++) {
-    free(rv->labels[i]);
-    free((void *)rv->gates[i]);
-  }
-}
-
-/* metadata.labels as borrowed pairs, leniently: the mutating webhook runs
- * before the API server validates the object, and a refusal of ours
- * should not mask its message; non-string values are skipped. */
-static void read_labels(const json_t *meta, struct gq_adm_obj *o,
-                        struct gq_kv **own)
-{
-  const json_t *m = json_object_get(meta, "labels"), *v;
-  const char *k;
-
-  o->has_labels = json_is_object(m);
-  if (!o->has_labels || !json_object_size(m))
-    return;
-  *own = gq_xcalloc(json_object_size(m), sizeof(**own));
-  json_object_foreach((json_t *)m, k, v) if (json_is_string(v))
-  {
-    (*own)[o->n_labels].key = k;
-    (*own)[o->n_labels++].value = json_string_value(v);
-  }
-  o->labels = *own;
-}
-
-/* 1 if a resources.requests or .limits key of one of the containers in
- * spec.<list> is a GPU resource. */
-static int list_gpus(const json_t *spec, const char *list)
-{
-  static const char *const maps[] = {"requests", "limits"};
-  const json_t *arr = json_object_get(spec, list), *c, *v;
-  const char *name;
-  size_t i;
-
-  json_array_foreach(arr, i, c)
-  {
-    if (i >= MAX_ITEMS)
-      break;
-    for (size_t m = 0; m < 2; m++)
-      json_object_foreach(
-          json_object_get(json_object_get(c, "resources"), maps[m]), name,
-          v) if (gq_adm_is_gpu_resource(name)) return 1;
-  }
-  return 0;
-}
-
-/* spec.schedulingGates[].name, borrowed, into *own. */
-static void read_gates(const json_t *spec, struct gq_adm_obj *o,
-                       const char ***own)
-{
-  const json_t *arr = json_object_get(spec, "schedulingGates"), *g;
-  size_t i;
-
-  o->has_gates = json_is_array(arr);
-  if (!o->has_gates || !json_array_size(arr))
-    return;
-  *own = gq_xcalloc(json_array_size(arr), sizeof(**own));
-  json_array_foreach(arr, i, g)
-  {
-    const char *name = json_string_value(json_object_get(g, "name"));
-
-    if (name)
-      (*own)[o->n_gates++] = name;
-  }
-  o->gates = *own;
-}
-
-/* One object (request.object or .oldObject) at path: 0, or GQ_EINVAL
- * recorded in d when it is not an object. */
-static int decode_obj(struct gq_dec *d, const json_t *req, const char *path,
-                      struct review *rv, int which)
-{
-  struct gq_adm_obj *o = which ? &rv->req.old : &rv->req.obj;
-  const json_t *obj = gq_dec_object(d, req, path, 1), *meta, *spec, *ann;
-
-  if (!obj)
-    return GQ_EINVAL;
-  meta = json_object_get(obj, "metadata");
-  read_labels(meta, o, &rv->labels[which]);
-  ann = json_object_get(meta, "annotations");
-  o->has_annotations = json_is_object(ann);
-  o->managed = json_string_value(json_object_get(ann, GQ_ANN_MANAGED));
-  spec = json_object_get(obj, "spec");
-  if (rv->req.kind == GQ_ADM_JOB) {
-    o->suspend = json_is_true(json_object_get(spec, "suspend"));
-    spec = json_object_get(json_object_get(spec, "template"), "spec");
-  } else {
-    read_gates(spec, o, &rv->gates[which]);
-  }
-  o->gpus = list_gpus(spec, "containers") || list_gpus(spec, "initContainers");
-  return 0;
-}
-
-/* request.kind: Pod (core) or Job (batch), else other. */
-static enum gq_adm_kind decode_kind(const json_t *req)
-{
-  const json_t *k = json_object_get(req, "kind");
-  const char *group = json_string_value(json_object_get(k, "group"));
-  const char *kind = json_string_value(json_object_get(k, "kind"));
-
-  if (!kind)
-    return GQ_ADM_OTHER;
-  if ((!group || !*group) && !strcmp(kind, "Pod"))
-    return GQ_ADM_POD;
-  if (group && !strcmp(group, "batch") && !strcmp(kind, "Job"))
-    return GQ_ADM_JOB;
-  return GQ_ADM_OTHER;
-}
-
-/* The AdmissionReview in root: 0, or GQ_EINVAL with "field: problem" in
- * d. */
-static int decode_review(struct gq_dec *d, const json_t *root,
-                         struct review *rv)
-{
-  static const char *const ops[] = {"CREATE", "UPDATE", "DELETE", "CONNECT",
-                                    NULL};
-  const char *api = gq_dec_string(d, root, "apiVersion", 1, 64, NULL);
-  const char *kind = gq_dec_string(d, root, "kind", 1, 64, NULL);
-  const json_t *req;
-
-  if (api && strcmp(api, REVIEW_VERSION))
-    return gq_dec_fail_got(d, "apiVersion", json_object_get(root, "apiVersion"),
-                           "must be %s", REVIEW_VERSION);
-  if (kind && strcmp(kind, "AdmissionReview"))
-    return gq_dec_fail_got(d, "kind", json_object_get(root, "kind"),
-                           "must be AdmissionReview");
-  req = gq_dec_object(d, root, "request", 1);
-  rv->uid = gq_dec_string(d, req, "request.uid", 1, 256, NULL);
-  rv->req.op = gq_dec_enum(d, req, "request.operation", ops, 1, 0);
-  rv->req.ns = gq_dec_string(d, req, "request.namespace", 0, 253, "");
-  rv->req.user = gq_dec_string(d, json_object_get(req, "userInfo"),
-                               "request.userInfo.username", 0, 1024, "");
-  if (gq_dec_failed(d))
-    return d->rc;
-  rv->req.kind = decode_kind(req);
-  if (rv->req.kind == GQ_ADM_OTHER || rv->req.op == GQ_ADM_DELETE ||
-      rv->req.op == GQ_ADM_CONNECT)
-    return 0; /* nothing to read: both webhooks allow these */
-  if (decode_obj(d, req, "request.object", rv, 0) != 0)
-    return d->rc;
-  if (rv->req.op == GQ_ADM_UPDATE &&
-      decode_obj(d, req, "request.oldObject", rv, 1) != 0)
-    return d->rc;
-  return 0;
-}
-
-/* ---- decision out ------------------------------------------------------- */
-
-/* The patch as base64 of its compact JSON (a new string), or NULL without
- * operations. */
-static char *encode_patch(const struct gq_adm_result *res)
-{
-  json_t *arr;
-  char *text, *b64;
-  size_t n;
-
-  if (!res->n_ops)
-    return NULL;
-  arr = json_array();
-  for (size_t i = 0; i < res->n_ops; i++)
-    json_array_append_new(
-        arr, json_pack("{s:s,s:s,s:o}", "op", res->ops[i].op, "path",
-                       res->ops[i].path, "value",
-                       json_loads(res->ops[i].value, JSON_DECODE_ANY, NULL)));
-  text = json_dumps(arr, JSON_COMPACT);
-  json_decref(arr);
-  n = strlen(text);
-  b64 = gq_xmalloc(4 * ((n + 2) / 3) + 1);
-  EVP_EncodeBlock((unsigned char *)b64, (unsigned char *)text, (int)n);
-  free(text);
-  return b64;
-}
-
-/* The AdmissionReview answering uid with res (a new reference). */
-static json_t *render(const char *uid, const struct gq_adm_result *res)
-{
-  json_t *resp = json_pack("{s:s,s:b}", "uid", uid, "allowed", res->allowed);
-  char *patch = encode_patch(res);
-
-  if (!res->allowed)
-    json_object_set_new(resp, "status",
-                        json_pack("{s:i,s:s,s:s,s:s}", "code", 403, "status",
-                                  "Failure", "reason", "Forbidden", "message",
-                                  res->msg));
-  if (patch) {
-    json_object_set_new(resp, "patchType", json_string("JSONPatch"));
-    json_object_set_new(resp, "patch", json_string(patch));
-    free(patch);
-  }
-  return json_pack("{s:s,s:s,s:o}", "apiVersion", REVIEW_VERSION, "kind",
-                   "AdmissionReview", "response", resp);
-}
-
 /* ---- requests ----------------------------------------------------------- */
 
 struct tq_list {
@@ -396,7 +188,7 @@ static void respond_text(struct gq_http_req *r, unsigned status,
 
 /* Decides one decoded review and answers it. */
 static void answer(struct gq_webhook *w, struct gq_http_req *r,
-                   const struct review *rv, int mutate)
+                   const struct gq_admission_review *rv, int mutate)
 {
   struct tq_list l = {0};
   struct gq_adm_result res;
@@ -414,7 +206,7 @@ static void answer(struct gq_webhook *w, struct gq_http_req *r,
   else
     gq_adm_validate(&rv->req, l.v, l.n, user, &res);
   free(l.v);
-  out = render(rv->uid, &res);
+  out = gq_admission_response(rv->uid, &res);
   text = json_dumps(out, JSON_COMPACT);
   json_decref(out);
   gq_http_respond(r, 200, JSON_CTYPE, text, strlen(text), NULL);
@@ -439,31 +231,25 @@ static void bad_request(struct gq_http_req *r, const char *what)
 
 static void on_review(struct gq_webhook *w, struct gq_http_req *r, int mutate)
 {
-  struct review rv = {0};
-  struct gq_dec d;
+  struct gq_admission_review rv;
+  char err[GQ_DEC_MSG_MAX];
   json_error_t je;
   size_t len;
   const char *body = gq_http_body(r, &len);
   json_t *root = json_loadb(body, len, 0, &je);
 
   if (!root) {
-    char msg[256];
-
-    snprintf(msg, sizeof(msg), "body: not JSON: %s (line %d, column %d)",
+    snprintf(err, sizeof(err), "body: not JSON: %s (line %d, column %d)",
              je.text, je.line, je.column);
-    bad_request(r, msg);
+    bad_request(r, err);
     return;
   }
-  gq_dec_init(&d);
-  if (!json_is_object(root))
-    gq_dec_fail(&d, "body", "must be a JSON object");
-  else
-    decode_review(&d, root, &rv);
-  if (gq_dec_failed(&d))
-    bad_request(r, d.msg);
-  else
+  if (gq_admission_review_decode(root, &rv, err, sizeof(err)) != 0) {
+    bad_request(r, err);
+  } else {
     answer(w, r, &rv, mutate);
-  review_release(&rv);
+    gq_admission_review_release(&rv);
+  }
   json_decref(root);
 }
 
