@@ -305,8 +305,8 @@ static void swap_pair(struct gq_webhook *w, char *cert, char *key)
   gq_httpd_close(w->httpd); /* closes the listening socket now */
   w->httpd = NULL;
   if (serve(w, cert, key, err, sizeof(err)) == 0) {
-    GQ_LOG(GQ_INFO, &lc, "serving the new certificate from '%s' on port %d",
-           w->o.cert_file, w->port);
+    GQ_LOG(GQ_INFO, &lc, "serving the new certificate from '%s' on port %d "
+           "(pair %u)", w->o.cert_file, w->port, w->generation);
     return;
   }
   free(cert);
@@ -418,11 +418,6 @@ int gq_webhook_start(uv_loop_t *loop, struct gq_kclient *kc,
 int gq_webhook_port(const struct gq_webhook *w)
 {
   return w->port;
-}
-
-unsigned gq_webhook_generation(const struct gq_webhook *w)
-{
-  return w->generation;
 }
 
 static void on_reload_closed(uv_handle_t *h)

@@ -73,10 +73,6 @@ int gq_webhook_start(uv_loop_t *loop, struct gq_kclient *kc,
 /* The bound TCP port (the same across certificate reloads). */
 int gq_webhook_port(const struct gq_webhook *w);
 
-/* Number of certificate pairs loaded so far (1 after start, +1 per
- * successful reload): for tests and logs. */
-unsigned gq_webhook_generation(const struct gq_webhook *w);
-
 /* Stops serving and the informer; w is freed once its uv handles have
  * closed (run the loop). NULL is ignored. Not from inside a request (the
  * webhook answers each one synchronously, so no caller needs that). */

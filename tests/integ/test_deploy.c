@@ -405,6 +405,9 @@ static void test_webhooks(void **state)
   assert_int_equal(json_integer_value(at(find("Service",
       "gpuq-controller-webhook"), "spec", "ports", "[0]", "port", NULL)),
       9443);
+  /* the webhooks need no Redis: a not-ready replica still answers them */
+  assert_true(json_is_true(at(find("Service", "gpuq-controller-webhook"),
+                              "spec", "publishNotReadyAddresses", NULL)));
   assert_string_equal(json_string_value(at(pod, "volumes", "[0]", "secret",
                                            "secretName", NULL)),
                       "gpuq-webhook-tls");
