@@ -380,6 +380,14 @@ static int first_start(struct gq_webhook *w, char *err, size_t errlen)
   return rc;
 }
 
+static void on_quotas_synced(void *arg)
+{
+  struct gq_webhook *w = arg;
+
+  GQ_LOG(GQ_INFO, &lc, "admission webhooks answering: %zu TeamQuotas listed",
+         gq_informer_size(w->quotas));
+}
+
 int gq_webhook_start(uv_loop_t *loop, struct gq_kclient *kc,
                      const struct gq_webhook_opts *o, struct gq_webhook **out,
                      char *err, size_t errlen)
@@ -404,6 +412,7 @@ int gq_webhook_start(uv_loop_t *loop, struct gq_kclient *kc,
         "AdmissionReviews answered, by webhook (mutate, validate) and "
         "verdict",
         2, names);
+  h.synced = on_quotas_synced;
   h.decode = gq_teamquota_decode_new;
   h.release = gq_teamquota_free;
   io.path = "/apis/" GQ_GROUP "/" GQ_VERSION "/teamquotas";
