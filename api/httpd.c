@@ -25,6 +25,7 @@ struct gq_httpd {
   uv_timer_t timer;  /* MHD's own timeout */
   uv_timer_t kick;   /* runs MHD soon after a resume */
   int port;
+  size_t max_body;
   int closing;
   int pending_closes;
   gq_http_handler_cb cb;
@@ -293,7 +294,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
     r->conn = conn;
     r->method = method;
     r->path = url;
-    gq_buf_init(&r->body, GQ_HTTP_MAX_BODY);
+    gq_buf_init(&r->body, h->max_body);
     *con_cls = r;
     return MHD_YES;
   }
@@ -312,11 +313,15 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
     return MHD_YES;
   r->state = REQ_HANDLING;
   if (r->too_big) {
-    static const char msg[] = "{\"kind\":\"Status\",\"apiVersion\":\"v1\","
-                              "\"status\":\"Failure\",\"message\":\"request "
-                              "entity too large\",\"reason\":"
-                              "\"RequestEntityTooLarge\",\"code\":413}";
-    gq_http_respond(r, 413, "application/json", msg, sizeof(msg) - 1, NULL);
+    char msg[256];
+    int n = snprintf(msg, sizeof(msg),
+                     "{\"kind\":\"Status\",\"apiVersion\":\"v1\","
+                     "\"status\":\"Failure\",\"message\":\"request entity "
+                     "too large: the body exceeds %zu bytes\",\"reason\":"
+                     "\"RequestEntityTooLarge\",\"code\":413}",
+                     h->max_body);
+
+    gq_http_respond(r, 413, "application/json", msg, (size_t)n, NULL);
     return MHD_YES;
   }
   h->cb(r, h->arg);
@@ -493,6 +498,7 @@ int gq_httpd_start(uv_loop_t *loop, const struct gq_httpd_opts *o,
   if (o->tls_cert)
     flags |= MHD_USE_TLS;
   h->loop = loop;
+  h->max_body = o->max_body ? o->max_body : GQ_HTTP_MAX_BODY;
   h->cb = cb;
   h->arg = arg;
   {

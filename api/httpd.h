@@ -43,6 +43,8 @@ struct gq_httpd_opts {
   int port;              /* 0 = pick a free port */
   const char *tls_cert;  /* PEM text (not a path), or NULL for plain HTTP */
   const char *tls_key;   /* PEM text */
+  size_t max_body;       /* request body cap in bytes (413 above it);
+                            0 = GQ_HTTP_MAX_BODY */
 };
 
 /* Splits a listen address "IPV4:PORT" or "[IPV6]:PORT" (PORT 0..65535 in

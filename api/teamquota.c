@@ -141,3 +141,19 @@ void gq_teamquota_release(struct gq_teamquota *q)
   json_decref(q->json);
   memset(q, 0, sizeof(*q));
 }
+
+void *gq_teamquota_decode_new(const json_t *obj, char *err, size_t errlen)
+{
+  struct gq_teamquota *q = gq_xcalloc(1, sizeof(*q));
+
+  if (gq_teamquota_decode(obj, q, err, errlen) == 0)
+    return q;
+  free(q);
+  return NULL;
+}
+
+void gq_teamquota_free(void *q)
+{
+  gq_teamquota_release(q);
+  free(q);
+}

@@ -27,4 +27,10 @@ int gq_teamquota_decode(const json_t *obj, struct gq_teamquota *out, char *err,
 /* Releases what gq_teamquota_decode() took; q is then empty. */
 void gq_teamquota_release(struct gq_teamquota *q);
 
+/* The informer hooks (api/informer.h decode / release): a new heap
+ * TeamQuota decoded from obj, or NULL with the message in err; and its
+ * release and free. */
+void *gq_teamquota_decode_new(const json_t *obj, char *err, size_t errlen);
+void gq_teamquota_free(void *q);
+
 #endif

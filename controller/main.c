@@ -11,12 +11,20 @@
  *                   [--kube-qps Q] [--kube-burst B]
  *                   [--ledger-audit-seconds N] [--quota-status-interval-ms MS]
  *                   [--time-scale S --time-epoch E] [--log-level L]
+ *                   [--webhook-addr ADDR --webhook-cert FILE
+ *                    --webhook-key FILE] [--controller-user USER]
  *   gpuq-controller [--kubeconfig PATH] [--context C] --check-connection
  *
  * Configuration: --kubeconfig (a KUBECONFIG-style list), else in-cluster
  * when KUBERNETES_SERVICE_HOST is set, else $KUBECONFIG or ~/.kube/config.
  * SIGTERM or SIGINT stops admission, waits for writes in flight, releases
  * the Lease and exits 0.
+ *
+ * --webhook-addr serves the admission webhooks (controller/webhook.h,
+ * docs/integrations.md) over HTTPS with the PEM pair --webhook-cert and
+ * --webhook-key, reloaded when the files change; every replica serves
+ * them, leader or not. --controller-user is the user the validating
+ * webhook lets remove the admission gate (default GQ_CONTROLLER_USER).
  */
 #include "api/client.h"
 #include "api/gpujob.h"
@@ -28,6 +36,7 @@
 #include "controller/ctl.h"
 #include "controller/metrics.h"
 #include "controller/serve.h"
+#include "controller/webhook.h"
 #include "decide/names.h"
 
 #include <jansson.h>
@@ -54,6 +63,8 @@ static void usage(FILE *f)
       "         [--kube-qps Q] [--kube-burst B] [--ledger-audit-seconds N]\n"
       "         [--quota-status-interval-ms MS]\n"
       "         [--time-scale S --time-epoch E] [--log-level L]\n"
+      "         [--webhook-addr HOST:PORT --webhook-cert FILE --webhook-key FILE]\n"
+      "         [--controller-user USER]\n"
       "       gpuq-controller [--kubeconfig PATH] [--context NAME] --check-connection\n");
 }
 
@@ -79,6 +90,7 @@ struct app {
   struct gq_ctl *ctl;
   struct gq_metrics *metrics;
   struct gq_serve *metrics_srv, *health_srv;
+  struct gq_webhook *webhook;
   uv_signal_t sigterm, sigint;
   int stopping;
 };
@@ -121,6 +133,8 @@ static void stopped(void *arg)
   gq_serve_close(a->metrics_srv);
   gq_serve_close(a->health_srv);
   a->metrics_srv = a->health_srv = NULL;
+  gq_webhook_close(a->webhook);
+  a->webhook = NULL;
   gq_kclient_close(a->kc);
   uv_close((uv_handle_t *)&a->sigterm, NULL);
   uv_close((uv_handle_t *)&a->sigint, NULL);
@@ -151,9 +165,24 @@ static int serve(struct app *a, const char *addr, struct gq_serve **out,
   return 0;
 }
 
+/* The admission webhooks (--webhook-addr), on every replica. */
+static int webhook(struct app *a, struct gq_webhook_opts *wo)
+{
+  char err[1024];
+
+  wo->metrics = a->metrics;
+  if (gq_webhook_start(a->loop, a->kc, wo, &a->webhook, err, sizeof(err))) {
+    fprintf(stderr, "gpuq-controller: webhooks: %s\n", err);
+    return -1;
+  }
+  GQ_LOG(GQ_INFO, &lc, "serving the admission webhooks on port %d",
+         gq_webhook_port(a->webhook));
+  return 0;
+}
+
 static int run(const struct gq_kubeconfig *cfg, struct gq_ctl_opts *co,
                const char *metrics_addr, const char *health_addr,
-               const struct gq_kclient_opts *ko)
+               const struct gq_kclient_opts *ko, struct gq_webhook_opts *wo)
 {
   struct app a = {0};
   char err[1024];
@@ -171,7 +200,8 @@ static int run(const struct gq_kubeconfig *cfg, struct gq_ctl_opts *co,
   co->metrics = a.metrics;
   a.ctl = gq_ctl_new(a.loop, a.kc, co);
   if ((metrics_addr && serve(&a, metrics_addr, &a.metrics_srv, "metrics")) ||
-      (health_addr && serve(&a, health_addr, &a.health_srv, "health"))) {
+      (health_addr && serve(&a, health_addr, &a.health_srv, "health")) ||
+      (wo->addr && webhook(&a, wo))) {
     rc = 1;
     a.stopping = 1;
     gq_ctl_stop(a.ctl, stopped, &a);
@@ -214,6 +244,7 @@ struct args {
   const char *metrics_addr, *health_addr;
   struct gq_ctl_opts co;
   struct gq_kclient_opts ko;
+  struct gq_webhook_opts wo;
   int check;
 };
 
@@ -235,6 +266,10 @@ static const struct {
     {"--topology-key", offsetof(struct args, co.topology_key)},
     {"--time-scale", offsetof(struct args, scale)},
     {"--time-epoch", offsetof(struct args, epoch)},
+    {"--webhook-addr", offsetof(struct args, wo.addr)},
+    {"--webhook-cert", offsetof(struct args, wo.cert_file)},
+    {"--webhook-key", offsetof(struct args, wo.key_file)},
+    {"--controller-user", offsetof(struct args, wo.controller_user)},
 };
 
 /* Flags that take an integer in [lo, hi] (int64_t fields). */
@@ -347,6 +382,16 @@ static int settle_args(struct args *a, char *ident, size_t len)
     usage(stderr);
     return 2;
   }
+  if (!a->wo.addr && (a->wo.cert_file || a->wo.key_file)) {
+    fprintf(stderr, "gpuq-controller: --webhook-cert and --webhook-key "
+            "need --webhook-addr\n");
+    return 2;
+  }
+  if (a->wo.addr && (!a->wo.cert_file || !a->wo.key_file)) {
+    fprintf(stderr, "gpuq-controller: --webhook-addr needs --webhook-cert "
+            "and --webhook-key (PEM files)\n");
+    return 2;
+  }
   if (!a->co.identity && gethostname(host, sizeof(host)) == 0) {
     host[sizeof(host) - 1] = '\0';
     snprintf(ident, len, "%s-%d", host, (int)getpid());
@@ -384,7 +429,7 @@ int main(int argc, char **argv)
   if (a.check)
     rc = gq_check_connection(&cfg, stdout, stderr);
   else
-    rc = run(&cfg, &a.co, a.metrics_addr, a.health_addr, &a.ko);
+    rc = run(&cfg, &a.co, a.metrics_addr, a.health_addr, &a.ko, &a.wo);
   gq_kubeconfig_release(&cfg);
   return rc;
 }

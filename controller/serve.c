@@ -103,7 +103,7 @@ int gq_serve_start(uv_loop_t *loop, const char *addr,
                    char *err, size_t errlen)
 {
   char host[64];
-  struct gq_httpd_opts ho = {host, 0, NULL, NULL};
+  struct gq_httpd_opts ho = {host, 0, NULL, NULL, 0};
   struct gq_serve *s;
   int rc;
 

@@ -470,7 +470,7 @@ static int load_crds(struct gq_sim *s, const char *dir, char *err,
 int gq_sim_start(struct gq_sim *s, uv_loop_t *loop,
                  const struct gq_sim_opts *o, char *err, size_t errlen)
 {
-  struct gq_httpd_opts ho = {o->host, o->port, o->tls_cert, o->tls_key};
+  struct gq_httpd_opts ho = {o->host, o->port, o->tls_cert, o->tls_key, 0};
   int rc;
 
   memset(s, 0, sizeof(*s));

@@ -354,6 +354,71 @@ static void test_controller(void **state)
       (json_t *)at(svc, "spec", "selector", NULL)));
 }
 
+/* One webhook of a rendered configuration: path, fixed settings and the
+ * namespaceSelector skipping exempt namespaces and kube-system. */
+static void check_webhook(const json_t *wh, const char *path)
+{
+  const json_t *svc = at(wh, "clientConfig", "service", NULL), *e;
+  int exempt = 0, kube_system = 0;
+  size_t i;
+
+  assert_string_equal(json_string_value(at(svc, "name", NULL)),
+                      "gpuq-controller-webhook");
+  assert_string_equal(json_string_value(at(svc, "namespace", NULL)),
+                      "gpuq-system");
+  assert_string_equal(json_string_value(at(svc, "path", NULL)), path);
+  assert_int_equal(json_integer_value(at(svc, "port", NULL)), 9443);
+  assert_string_equal(json_string_value(at(wh, "failurePolicy", NULL)),
+                      "Fail");
+  assert_string_equal(json_string_value(at(wh, "sideEffects", NULL)), "None");
+  assert_int_equal(json_integer_value(at(wh, "timeoutSeconds", NULL)), 5);
+  json_array_foreach(at(wh, "namespaceSelector", "matchExpressions", NULL), i,
+                     e) {
+    const char *k = json_string_value(at(e, "key", NULL));
+    int notin = !strcmp(json_string_value(at(e, "operator", NULL)), "NotIn");
+
+    exempt |= notin && !strcmp(k, "gpuq.dev/exempt") &&
+              has_string(at(e, "values", NULL), "true");
+    kube_system |= notin && !strcmp(k, "kubernetes.io/metadata.name") &&
+                   has_string(at(e, "values", NULL), "kube-system");
+  }
+  assert_true(exempt && kube_system);
+}
+
+/* The admission webhooks (docs/integrations.md): both configurations, the
+ * Service on 9443, the TLS Secret mounted where the args point, and
+ * gpuq-system exempt (the controller must start with no webhook up). */
+static void test_webhooks(void **state)
+{
+  const json_t *mut = find("MutatingWebhookConfiguration", "gpuq");
+  const json_t *val = find("ValidatingWebhookConfiguration", "gpuq");
+  const json_t *pod = at(find("Deployment", "gpuq-controller"), "spec",
+                         "template", "spec", NULL);
+
+  (void)state;
+  assert_non_null(mut);
+  assert_non_null(val);
+  assert_int_equal(json_array_size(at(mut, "webhooks", NULL)), 2);
+  check_webhook(at(mut, "webhooks", "[0]", NULL), "/mutate");
+  check_webhook(at(mut, "webhooks", "[1]", NULL), "/mutate");
+  check_webhook(at(val, "webhooks", "[0]", NULL), "/validate");
+  assert_int_equal(json_integer_value(at(find("Service",
+      "gpuq-controller-webhook"), "spec", "ports", "[0]", "port", NULL)),
+      9443);
+  /* the webhooks need no Redis: a not-ready replica still answers them */
+  assert_true(json_is_true(at(find("Service", "gpuq-controller-webhook"),
+                              "spec", "publishNotReadyAddresses", NULL)));
+  assert_string_equal(json_string_value(at(pod, "volumes", "[0]", "secret",
+                                           "secretName", NULL)),
+                      "gpuq-webhook-tls");
+  assert_string_equal(json_string_value(at(pod, "containers", "[0]",
+      "volumeMounts", "[0]", "mountPath", NULL)), "/etc/gpuq/webhook");
+  assert_true(has_string(controller_args(), "/etc/gpuq/webhook/tls.crt"));
+  assert_true(has_string(controller_args(), "/etc/gpuq/webhook/tls.key"));
+  assert_string_equal(json_string_value(at(find("Namespace", "gpuq-system"),
+      "metadata", "labels", "gpuq.dev/exempt", NULL)), "true");
+}
+
 /* gpuq-controller accepts the Deployment's arguments as the kubelet
  * expands them: every $(VAR) defined in the env, every flag known (the
  * parser stops at the first unknown one, before the final --help). */
@@ -714,6 +779,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kinds),
       cmocka_unit_test(test_controller),
+      cmocka_unit_test(test_webhooks),
       cmocka_unit_test(test_controller_args),
       cmocka_unit_test(test_redis),
       cmocka_unit_test(test_rbac_no_wildcard),

@@ -89,6 +89,16 @@ static int rm_entry(const char *path, const struct stat *st, int flag,
   return 0;
 }
 
+int gq_test_write_file(const char *path, const char *text, size_t len)
+{
+  FILE *f = fopen(path, "wb");
+  int ok = f && fwrite(text, 1, len, f) == len;
+
+  if (f && fclose(f) != 0)
+    ok = 0;
+  return ok ? 0 : -1;
+}
+
 void gq_test_rmtree(const char *dir)
 {
   nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);

@@ -18,6 +18,10 @@ void gq_test_free_list(char **list);
  * cannot be read); *len gets its length if len is not NULL. */
 char *gq_test_read_file(const char *path, size_t *len);
 
+/* Writes len bytes of text to path (created or truncated). Returns 0, or
+ * -1 if the file cannot be written. */
+int gq_test_write_file(const char *path, const char *text, size_t len);
+
 /* Removes a directory tree (files, then directories); errors are ignored,
  * as for cleanup at the end of a test. */
 void gq_test_rmtree(const char *dir);

@@ -518,6 +518,14 @@ int gq_test_ctl_stop(struct gq_test_ctl *c)
   return rc;
 }
 
+int gq_test_ctl_sim_stop(struct gq_test_ctl *c, struct gq_test_sim *s)
+{
+  int rc = gq_test_ctl_stop(c) != 0;
+
+  rc |= gq_test_sim_stop(s) != 0;
+  return rc ? -1 : 0;
+}
+
 void gq_test_ctl_kill(struct gq_test_ctl *c)
 {
   int status;

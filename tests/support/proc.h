@@ -131,6 +131,11 @@ int gq_test_ctl_start(struct gq_test_ctl *c, const struct gq_test_sim *s,
  * log then goes to stderr). */
 int gq_test_ctl_stop(struct gq_test_ctl *c);
 
+/* Stops the controller, then the sim (gq_test_ctl_stop(),
+ * gq_test_sim_stop()): a test's teardown. Returns 0 if both stopped
+ * cleanly, else -1. */
+int gq_test_ctl_sim_stop(struct gq_test_ctl *c, struct gq_test_sim *s);
+
 /* SIGKILLs it (a crash) and reaps it. */
 void gq_test_ctl_kill(struct gq_test_ctl *c);
 
