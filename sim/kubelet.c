@@ -338,6 +338,35 @@ static void mark_unschedulable(struct gq_sim_engine *e, const json_t *pod,
   gq_sim_put(e->s, pods_kind(e->s), next);
 }
 
+/* A pod with scheduling gates is not scheduled (KEP-3521): it stays
+ * Pending with PodScheduled=False, reason SchedulingGated, as
+ * kube-scheduler marks it. Returns 1 if pod is gated. */
+static int gated(struct gq_sim_engine *e, const json_t *pod)
+{
+  static const char msg[] = "Scheduling is blocked due to non-empty "
+                            "scheduling gates";
+  const json_t *conds = json_object_get(json_object_get(pod, "status"),
+                                        "conditions"), *c;
+  json_t *st, *cl, *next;
+  char ts[40];
+  size_t i;
+
+  if (json_array_size(json_object_get(json_object_get(pod, "spec"),
+                                       "schedulingGates")) == 0)
+    return 0;
+  json_array_foreach((json_t *)conds, i, c) {
+    const char *r = json_string_value(json_object_get(c, "reason"));
+
+    if (r && !strcmp(r, "SchedulingGated"))
+      return 1; /* says so already */
+  }
+  next = edit_status(pod, &st, &cl);
+  now_ts(ts, sizeof(ts));
+  set_condition(cl, "PodScheduled", "False", "SchedulingGated", msg, ts);
+  gq_sim_put(e->s, pods_kind(e->s), next);
+  return 1;
+}
+
 /* Binds an unbound pod like kube-scheduler: the pinned node if it passes
  * the filters, else the first node (by name) that does; otherwise the pod
  * stays Pending with PodScheduled=False, Unschedulable and why. */
@@ -350,7 +379,7 @@ static void schedule(struct gq_sim_engine *e, const json_t *pod,
   char err[512], why[512] = "", msg[700];
   size_t total = 0;
 
-  if (gq_pod_decode(pod, &p, err, sizeof(err)) != 0)
+  if (gated(e, pod) || gq_pod_decode(pod, &p, err, sizeof(err)) != 0)
     return;
   pin = pinned_node(&p.sched);
   if (pin) {
@@ -669,7 +698,8 @@ static void on_kick(uv_timer_t *t)
 
 int gq_sim_engine_busy(const struct gq_sim_engine *e)
 {
-  return json_object_size(e->dirty) > 0;
+  return json_object_size(e->dirty) > 0 ||
+         json_object_size(e->jobs_dirty) > 0;
 }
 
 /* --- timed work --- */
@@ -757,6 +787,7 @@ int gq_sim_engine_start(struct gq_sim *s)
   e->kick.data = e;
   s->engine = e;
   gq_sim_store_observe(s, gq_sim_engine_observe, NULL);
+  gq_sim_jobs_init(e);
   gq_sim_report_init(s);
   GQ_LOG(GQ_DEBUG, &lc, "simulated kubelets and scheduler started");
   return 0;
@@ -771,6 +802,7 @@ void gq_sim_engine_stop(struct gq_sim *s)
   e->closing = 1;
   gq_sim_timers_close(e);
   uv_close((uv_handle_t *)&e->kick, NULL);
+  gq_sim_jobs_close(e);
 }
 
 void gq_sim_engine_release(struct gq_sim *s)
@@ -799,6 +831,7 @@ void gq_sim_engine_release(struct gq_sim *s)
   json_decref(e->team_used);
   json_decref(e->attempts);
   json_decref(e->starting);
+  gq_sim_jobs_release(e);
   free(e);
   s->engine = NULL;
 }

@@ -223,6 +223,20 @@ void gq_sim_kind_drop_crd(struct gq_sim *s, const char *crd_name);
 const char *gq_sim_kind_api_version(const struct gq_sim_kind *k, char *buf,
                                     size_t len);
 
+/* --- jobs.c: update rules --- */
+/* The update rules of a pod (cur: stored, next: the update), as
+ * kube-apiserver's pod validation has them: scheduling gates may only be
+ * removed (KEP-3521), and while cur is gated its nodeSelector, affinity
+ * and tolerations may change as well (KEP-3838); the rest of the spec is
+ * the sim's to keep. Returns 0, or -1 with the field error in err. */
+int gq_sim_pod_update_check(const json_t *cur, const json_t *next, char *err,
+                            size_t len);
+/* A Job's pod template is immutable, except its metadata and scheduling
+ * directives while the Job is suspended and has no status.startTime
+ * (KEP-2926). Returns 0, or -1 with the field error in err. */
+int gq_sim_job_update_check(const json_t *cur, const json_t *next, char *err,
+                            size_t len);
+
 /* --- store.c --- */
 /* Looks up an object (borrowed, immutable) or NULL. */
 const json_t *gq_sim_get(struct gq_sim_kind *k, const char *ns,

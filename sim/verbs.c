@@ -792,6 +792,24 @@ static int finalized(const struct gq_sim_req *r, const json_t *obj)
 
 /* Stores next (taken) as the new state of cur, with the API server's
  * update rules; answers 200 or an error. */
+/* The update rules of pods (scheduling gates) and Jobs (the template):
+ * jobs.c. Answers 422 and returns -1 when next breaks one. */
+static int update_rules(struct gq_sim_req *r, const json_t *cur,
+                        const json_t *next)
+{
+  char err[ERRLEN];
+  int rc = 0;
+
+  if (is_core(r->k, "pods"))
+    rc = gq_sim_pod_update_check(cur, next, err, sizeof(err));
+  else if (!strcmp(r->k->group, "batch") && !strcmp(r->k->plural, "jobs") &&
+           strcmp(r->sub, "status") != 0)
+    rc = gq_sim_job_update_check(cur, next, err, sizeof(err));
+  if (rc != 0)
+    invalid_msg(r, r->name, err);
+  return rc;
+}
+
 static void commit_update(struct gq_sim_req *r, const json_t *cur,
                           json_t *next)
 {
@@ -810,6 +828,10 @@ static void commit_update(struct gq_sim_req *r, const json_t *cur,
   json_object_set_new(json_object_get(next, "metadata"), "resourceVersion",
                       json_string(cur_rv));
   json_object_del(json_object_get(next, "metadata"), "managedFields");
+  if (update_rules(r, cur, next) != 0) {
+    json_decref(next);
+    return;
+  }
   /* Prune and default first: a change made only of unknown fields is no
    * change at all (same resourceVersion and generation). */
   if (validate(r, next, r->name) != 0) {
