@@ -247,7 +247,7 @@ static void stand_in_create(struct ctl *c, const struct stand_in *w)
   if (p || gq_informer_typed(c->inf_jobs, key))
     return;
   p = gq_xcalloc(1, sizeof(*p) + strlen(key) + 1);
-  strcpy(p->s, key);
+  memcpy(p->s, key, strlen(key) + 1);
   HASH_ADD_STR(c->wl_creating, s, p);
   obj = stand_in_json(w);
   GQ_LOG(GQ_INFO, &lc, "%s %s/%s: queued as gpujob %s (%d x %lld %s, team "
