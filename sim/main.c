@@ -38,6 +38,7 @@ struct args {
   char host[64];
   int port;
   const char *kubeconfig, *token, *tls_cert, *tls_key, *tls_ca, *crds;
+  const char *users;
   const char *cluster;
   struct gq_sim_replay_opts replay;
   const char *hooks[16];
@@ -50,7 +51,8 @@ static void usage(FILE *f)
 {
   fprintf(f,
           "usage: gpuq-sim --listen 127.0.0.1:PORT --kubeconfig-out PATH\n"
-          "                [--token T] [--tls-cert C --tls-key K [--tls-ca CA]]\n"
+          "                [--token T] [--token-auth-file FILE]\n"
+          "                [--tls-cert C --tls-key K [--tls-ca CA]]\n"
           "                [--crds DIR] [--watch-window N]\n"
           "                [--bookmark-interval-ms MS]\n"
           "                [--cluster FILE] [--trace FILE [--quotas FILE]\n"
@@ -114,6 +116,8 @@ static int parse_args(int argc, char **argv, struct args *a)
       a->kubeconfig = v;
     else if (!strcmp(f, "--token"))
       a->token = v;
+    else if (!strcmp(f, "--token-auth-file"))
+      a->users = v;
     else if (!strcmp(f, "--tls-cert"))
       a->tls_cert = v;
     else if (!strcmp(f, "--tls-key"))
@@ -351,6 +355,7 @@ int main(int argc, char **argv)
   struct args a = {0};
   struct gq_sim_opts o;
   char err[1024], url[128], *cert = NULL, *key = NULL, *ca = NULL;
+  char *users = NULL;
   uv_loop_t *loop = uv_default_loop();
   int rc;
 
@@ -358,9 +363,14 @@ int main(int argc, char **argv)
   signal(SIGPIPE, SIG_IGN);
   if (parse_args(argc, argv, &a) != 0 || setup(&a, &cert, &key, &ca) != 0)
     return 2;
+  if (a.users && !(users = read_file(a.users))) {
+    fprintf(stderr, "gpuq-sim: --token-auth-file '%s': %s\n", a.users,
+            strerror(errno));
+    return 2;
+  }
   o = (struct gq_sim_opts){a.host,  a.port,           a.token,
                            cert,    key,              a.crds,
-                           (size_t)a.window, (uint64_t)a.bookmark_ms};
+                           (size_t)a.window, (uint64_t)a.bookmark_ms, users};
   if ((rc = gq_sim_start(&sim, loop, &o, err, sizeof(err))) != 0) {
     fprintf(stderr, "gpuq-sim: %s\n", err);
     return 1;
@@ -395,6 +405,7 @@ int main(int argc, char **argv)
   free(cert);
   free(key);
   free(ca);
+  free(users);
   rc = uv_loop_close(loop);
   if (rc == UV_EBUSY)
     uv_print_all_handles(loop, stderr);

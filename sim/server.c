@@ -2,7 +2,9 @@
  * bearer-token authentication, fault injection and the other /sim/v1
  * endpoints, start-up and shutdown. */
 #include "sim/server.h"
+#include "sim/admission.h"
 
+#include "api/hclient.h"
 #include "api/yaml.h"
 #include "base/alloc.h"
 #include "base/clock.h"
@@ -303,14 +305,13 @@ static void admin(struct gq_sim *s, struct gq_http_req *req, const char *path)
   }
 }
 
-static int authorized(struct gq_sim *s, struct gq_http_req *req)
+/* The user the request authenticates as (admission.h), or NULL (401). */
+static const struct gq_sim_user *authorized(struct gq_sim *s,
+                                            struct gq_http_req *req)
 {
-  const char *h;
+  const char *h = gq_http_header(req, "Authorization");
 
-  if (!s->opts.token)
-    return 1;
-  h = gq_http_header(req, "Authorization");
-  return h && !strncmp(h, "Bearer ", 7) && !strcmp(h + 7, s->opts.token);
+  return gq_sim_user_of(s, h && !strncmp(h, "Bearer ", 7) ? h + 7 : NULL);
 }
 
 static void on_request(struct gq_http_req *req, void *arg)
@@ -330,7 +331,7 @@ static void on_request(struct gq_http_req *req, void *arg)
     gq_http_respond(req, 200, "text/plain", "ok", 2, NULL);
     return;
   }
-  if (!authorized(s, req)) {
+  if (!(r.user = authorized(s, req))) {
     gq_sim_status(req, 401, "Unauthorized", "Unauthorized", NULL);
     return;
   }
@@ -486,6 +487,8 @@ int gq_sim_start(struct gq_sim *s, uv_loop_t *loop,
   seed_namespaces(s);
   if (o->crd_dir && (rc = load_crds(s, o->crd_dir, err, errlen)) != 0)
     return rc;
+  if (o->users && (rc = gq_sim_users_load(s, o->users, err, errlen)) != 0)
+    return rc;
   gq_sim_engine_start(s);
   return gq_httpd_start(loop, &ho, on_request, s, &s->httpd, err, errlen);
 }
@@ -496,6 +499,9 @@ void gq_sim_stop(struct gq_sim *s)
   gq_sim_engine_stop(s);
   gq_httpd_close(s->httpd);
   s->httpd = NULL;
+  if (s->hc) /* pending webhook calls end with GQ_ECANCELED */
+    gq_hclient_close(s->hc);
+  s->hc = NULL;
   uv_close((uv_handle_t *)&s->pending_timer, NULL);
 }
 
@@ -506,4 +512,5 @@ void gq_sim_release(struct gq_sim *s)
   gq_sim_engine_release(s);
   gq_sim_store_release(s);
   gq_sim_kinds_release(s);
+  gq_sim_users_release(s);
 }

@@ -5,6 +5,8 @@
 #define GQ_SIM_SERVER_H
 #include "sim/sim.h"
 
+struct gq_sim_user;
+
 struct gq_sim_req {
   struct gq_sim *s;
   struct gq_http_req *http;
@@ -17,6 +19,7 @@ struct gq_sim_req {
   int table;         /* Accept asks for a Table */
   int include_object;
   char warning[512]; /* a Warning header to add, or "" */
+  const struct gq_sim_user *user; /* who asks (admission.h) */
 };
 
 /* "pods" or "gpujobs.gpuq.dev", as Status messages name resources. */

@@ -169,10 +169,14 @@ struct gq_sim_opts {
   const char *crd_dir;
   size_t watch_window;     /* events kept for resumption */
   uint64_t bookmark_ms;    /* real ms between watch bookmarks (0 = 10 s) */
+  const char *users;       /* --token-auth-file's contents, or NULL */
 };
 
 struct gq_sim_engine;
 struct gq_sim_clock_wait;
+
+struct gq_sim_user;
+struct gq_hclient;
 
 struct gq_sim {
   uv_loop_t *loop;
@@ -199,6 +203,8 @@ struct gq_sim {
   uint64_t requests;        /* served, for the log */
   struct gq_sim_clock_wait *clock_waits; /* POST /sim/v1/clock (clock.c) */
   uv_timer_t clock_timer;
+  struct gq_sim_user *users;  /* --token-auth-file (admission.c) */
+  struct gq_hclient *hc;      /* calls admission webhooks (admission.c) */
 };
 
 /* --- kinds.c --- */

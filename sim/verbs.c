@@ -4,6 +4,7 @@
  * preconditions, finalizers, cascading), eviction (PodDisruptionBudgets)
  * and binding. */
 #include "sim/server.h"
+#include "sim/admission.h"
 
 #include "api/meta.h"
 #include "api/node.h"
@@ -459,7 +460,12 @@ static int validate(struct gq_sim_req *r, json_t *obj, const char *name)
     gq_schema_report_release(&rep);
     return rc;
   }
-  if (is_core(r->k, "pods")) {
+  if (!strcmp(r->k->group, "admissionregistration.k8s.io")) {
+    if (gq_sim_webhook_config_check(obj, err, sizeof(err)) != 0) {
+      invalid_msg(r, name, err);
+      return -1;
+    }
+  } else if (is_core(r->k, "pods")) {
     struct gq_pod p;
 
     if (gq_pod_decode(obj, &p, err, sizeof(err)) != 0) {
@@ -644,12 +650,42 @@ static int dry_run(const struct gq_sim_req *r)
 }
 
 /* Creates obj (taken). Answers 201, or an error. */
+/* The end of a create: obj (taken) is stored and returned. */
+static void create_store(struct gq_sim_req *r, json_t *obj)
+{
+  const json_t *stored;
+
+  if (is_crd_kind(r->k) && !dry_run(r) && !(obj = establish_crd(r, obj)))
+    return;
+  if (dry_run(r)) {
+    reply_obj(r, 201, obj);
+    json_decref(obj);
+    return;
+  }
+  if (gq_sim_get(r->k, r->ns, r->name)) { /* made while the webhooks ran */
+    json_decref(obj);
+    conflict(r, r->name);
+    return;
+  }
+  stored = gq_sim_put(r->s, r->k, obj);
+  reply_obj(r, 201, stored);
+}
+
+/* A create its webhooks admitted (obj taken, as they patched it). */
+static void create_admitted(struct gq_sim_req *r, json_t *obj)
+{
+  if (validate(r, obj, r->name) != 0) {
+    json_decref(obj);
+    return;
+  }
+  create_store(r, obj);
+}
+
 static void create_obj(struct gq_sim_req *r, json_t *obj)
 {
   json_t *meta = json_object_get(obj, "metadata");
   const char *bns;
   char res[200], msg[600];
-  const json_t *stored;
 
   if (!json_is_object(obj) || !json_is_object(meta)) {
     json_decref(obj);
@@ -683,15 +719,9 @@ static void create_obj(struct gq_sim_req *r, json_t *obj)
     json_decref(obj);
     return;
   }
-  if (is_crd_kind(r->k) && !dry_run(r) && !(obj = establish_crd(r, obj)))
-    return;
-  if (dry_run(r)) {
-    reply_obj(r, 201, obj);
-    json_decref(obj);
-    return;
-  }
-  stored = gq_sim_put(r->s, r->k, obj);
-  reply_obj(r, 201, stored);
+  if (!dry_run(r) && gq_sim_admit(r, "CREATE", obj, NULL, create_admitted))
+    return; /* the webhooks have it (admission.h) */
+  create_store(r, obj);
 }
 
 /* A body sent to a view, converted to the stored form (taken). */
@@ -810,12 +840,56 @@ static int update_rules(struct gq_sim_req *r, const json_t *cur,
   return rc;
 }
 
+/* The end of an update of cur to next (taken): generation, storage and
+ * the answer. */
+static void update_store(struct gq_sim_req *r, const json_t *cur,
+                         json_t *next)
+{
+  const json_t *stored;
+  long long gen;
+
+  gen = json_integer_value(json_object_get(json_object_get(cur, "metadata"),
+                                           "generation"));
+  if (!spec_equal(cur, next))
+    json_object_set_new(json_object_get(next, "metadata"), "generation",
+                        json_integer(gen + 1));
+  if (json_equal(next, (json_t *)cur) || dry_run(r)) {
+    /* No change: same resourceVersion, no event (kubectl's "no change"). */
+    reply_obj(r, 200, json_equal(next, (json_t *)cur) ? cur : next);
+    json_decref(next);
+    return;
+  }
+  if (is_crd_kind(r->k) && !(next = establish_crd(r, next)))
+    return;
+  stored = gq_sim_put(r->s, r->k, next);
+  reply_obj(r, 200, stored);
+  if (finalized(r, stored))
+    gq_sim_remove(r->s, r->k, r->ns, r->name, 0);
+}
+
+/* An update its webhooks admitted (next taken, as they patched it): the
+ * object must not have changed meanwhile. */
+static void update_admitted(struct gq_sim_req *r, json_t *next)
+{
+  const json_t *cur = gq_sim_get(r->k, r->ns, r->name);
+
+  if (!cur || strcmp(gq_meta_str(cur, "resourceVersion"),
+                     gq_meta_str(next, "resourceVersion"))) {
+    json_decref(next);
+    conflict(r, r->name);
+    return;
+  }
+  if (update_rules(r, cur, next) != 0 || validate(r, next, r->name) != 0) {
+    json_decref(next);
+    return;
+  }
+  update_store(r, cur, next);
+}
+
 static void commit_update(struct gq_sim_req *r, const json_t *cur,
                           json_t *next)
 {
   const char *want_rv, *cur_rv = gq_meta_str(cur, "resourceVersion");
-  const json_t *stored;
-  long long gen;
 
   next = merge_update(r, cur, next);
   want_rv = gq_meta_str(next, "resourceVersion");
@@ -838,23 +912,10 @@ static void commit_update(struct gq_sim_req *r, const json_t *cur,
     json_decref(next);
     return;
   }
-  gen = json_integer_value(json_object_get(json_object_get(cur, "metadata"),
-                                           "generation"));
-  if (!spec_equal(cur, next))
-    json_object_set_new(json_object_get(next, "metadata"), "generation",
-                        json_integer(gen + 1));
-  if (json_equal(next, (json_t *)cur) || dry_run(r)) {
-    /* No change: same resourceVersion, no event (kubectl's "no change"). */
-    reply_obj(r, 200, json_equal(next, (json_t *)cur) ? cur : next);
-    json_decref(next);
-    return;
-  }
-  if (is_crd_kind(r->k) && !(next = establish_crd(r, next)))
-    return;
-  stored = gq_sim_put(r->s, r->k, next);
-  reply_obj(r, 200, stored);
-  if (finalized(r, stored))
-    gq_sim_remove(r->s, r->k, r->ns, r->name, 0);
+  if (!json_equal(next, (json_t *)cur) && !dry_run(r) &&
+      gq_sim_admit(r, "UPDATE", next, cur, update_admitted))
+    return; /* the webhooks have it (admission.h) */
+  update_store(r, cur, next);
 }
 
 void gq_sim_do_update(struct gq_sim_req *r)
