@@ -462,14 +462,6 @@ void jobs_pod_seen(struct ctl *c, const struct gq_pod *p, int present);
  * requeued at once if it carries a node-removal taint (c->o.drain_taints)
  * or a NoExecute taint their pods do not tolerate (DESIGN §5). */
 void jobs_node_changed(struct ctl *c, const struct gq_node *n);
-/* A pod create (or a workload pod's admitting patch) of replica pod_key of
- * attempt 'attempt' of the job uid was answered, ok 1 if it took: counted
- * off the attempt's creates in flight (a failure makes the attempt a miss,
- * which its reconcile tears down). Ends one ctl_write_begin() and one
- * c->creating. Strings borrowed. */
-void jobs_replica_done(struct ctl *c, const char *uid, const char *pod_key,
-                       int64_t attempt, int ok);
-
 /* workload.c: pods, pod groups and batch/v1 Jobs gpuq did not create,
  * queued through GpuJob stand-ins (docs/integrations.md) */
 /* A pod event (present 0: deleted; pod borrowed): a gated, managed pod is
@@ -481,6 +473,13 @@ void workload_job_event(struct ctl *c, const json_t *job, int present);
 /* Queues every waiting pod and Job (after the caches sync and when this
  * controller starts leading: what arrived while none acted). */
 void workload_sync(struct ctl *c);
+/* A replica's pod create (jobs.c) or its pod's admitting patch (here) of
+ * pod_key, attempt 'attempt' of the job uid, was answered, ok 1 if it
+ * took: counted off the attempt's creates in flight (a failure makes the
+ * attempt a miss, which its reconcile tears down). Ends one
+ * ctl_write_begin() and one c->creating. Strings borrowed. */
+void workload_replica_done(struct ctl *c, const char *uid,
+                           const char *pod_key, int64_t attempt, int ok);
 /* GQ_LIFE_CREATE_PODS of a stand-in j: patches its pods (gates off, pins
  * on) or pins and unsuspends its Job. Sets cj->creates_left. */
 void workload_admit(struct ctl *c, struct cjob *cj, const struct gq_gpujob *j);

@@ -321,35 +321,10 @@ struct create_ctx {
   int64_t attempt;
 };
 
-void jobs_replica_done(struct ctl *c, const char *uid, const char *pod_key,
-                       int64_t attempt, int ok)
-{
-  struct cjob *cj = ctl_job(c, uid);
-
-  c->creating--;
-  if (!ok)
-    gq_capacity_unassume(&c->cap, pod_key);
-  if (cj && cj->attempt == attempt && cj->creates_left > 0) {
-    cj->creates_left--;
-    /* the first failure of an active attempt: a placement miss (the
-     * reconcile tears it down) */
-    if (!ok && cj->state == CJ_ACTIVE && !cj->create_miss)
-      cj->create_miss = GQ_LIFE_MISS_CREATE;
-    if (cj->creates_left == 0 && cj->state == CJ_ACTIVE && !cj->create_miss) {
-      const char *l[] = {cj->team};
-
-      gq_metric_observe(c->m_adm_latency, l,
-                        (double)(gq_clock_mono_ms() - cj->pass_ms) / 1000.0);
-    }
-    ctl_mark(c, cj);
-  }
-  ctl_write_end(c);
-}
-
 /* A pod create was answered (ok: the pod exists and is this job's). */
 static void created_one(struct ctl *c, struct create_ctx *x, int ok)
 {
-  jobs_replica_done(c, x->uid, x->pod_key, x->attempt, ok);
+  workload_replica_done(c, x->uid, x->pod_key, x->attempt, ok);
   free(x->uid);
   free(x->pod_key);
   free(x);

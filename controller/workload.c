@@ -36,6 +36,7 @@
 
 #include "api/meta.h"
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
 #include "controller/ctl_int.h"
@@ -565,6 +566,31 @@ static json_t *other_gates(const json_t *spec)
   return out;
 }
 
+void workload_replica_done(struct ctl *c, const char *uid, const char *pod_key,
+                       int64_t attempt, int ok)
+{
+  struct cjob *cj = ctl_job(c, uid);
+
+  c->creating--;
+  if (!ok)
+    gq_capacity_unassume(&c->cap, pod_key);
+  if (cj && cj->attempt == attempt && cj->creates_left > 0) {
+    cj->creates_left--;
+    /* the first failure of an active attempt: a placement miss (the
+     * reconcile tears it down) */
+    if (!ok && cj->state == CJ_ACTIVE && !cj->create_miss)
+      cj->create_miss = GQ_LIFE_MISS_CREATE;
+    if (cj->creates_left == 0 && cj->state == CJ_ACTIVE && !cj->create_miss) {
+      const char *l[] = {cj->team};
+
+      gq_metric_observe(c->m_adm_latency, l,
+                        (double)(gq_clock_mono_ms() - cj->pass_ms) / 1000.0);
+    }
+    ctl_mark(c, cj);
+  }
+  ctl_write_end(c);
+}
+
 struct patch_ctx {
   struct ctl *c;
   char *uid, *pod_key;
@@ -579,7 +605,7 @@ static void pod_patched(int rc, const struct gq_k8s_status *st,
   (void)obj;
   if (rc != 0)
     ctl_api_error(x->c, "patch", "pod (admit)", rc, st);
-  jobs_replica_done(x->c, x->uid, x->pod_key, x->attempt, rc == 0);
+  workload_replica_done(x->c, x->uid, x->pod_key, x->attempt, rc == 0);
   free(x->uid);
   free(x->pod_key);
   free(x);
