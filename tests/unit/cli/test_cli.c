@@ -160,6 +160,18 @@ static void test_queue_row(void **state)
   json_decref(job);
   job = job_doc(now - 1000, 0, "{}");
   row = gq_cli_queue_row(job, now);
+  assert_string_equal(json_string_value(json_object_get(row, "kind")),
+                      "GpuJob");
+  json_decref(row);
+  /* a stand-in shows the workload it queues (docs/integrations.md) */
+  json_object_set_new(json_object_get(job, "spec"), "workload",
+                      gq_test_json_sq("{'kind':'Pod','name':'notebook',"
+                                      "'pods':['notebook']}"));
+  row = gq_cli_queue_row(job, now);
+  assert_string_equal(json_string_value(json_object_get(row, "kind")),
+                      "Pod");
+  assert_string_equal(json_string_value(json_object_get(row, "name")),
+                      "notebook");
   assert_string_equal(json_string_value(json_object_get(row, "phase")),
                       "Pending");
   assert_string_equal(json_string_value(json_object_get(row, "eta")), "-");
