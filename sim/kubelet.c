@@ -313,8 +313,10 @@ static void bind_pod(struct gq_sim *s, const json_t *pod, const char *node)
   gq_sim_put(s, pods_kind(s), next);
 }
 
-static void mark_unschedulable(struct gq_sim_engine *e, const json_t *pod,
-                               const char *key, const char *msg, int pinned)
+/* Writes PodScheduled=False with reason and msg unless the pod already
+ * says so (then no write, no event). */
+static void set_unscheduled(struct gq_sim_engine *e, const json_t *pod,
+                            const char *reason, const char *msg)
 {
   const json_t *conds = json_object_get(json_object_get(pod, "status"),
                                         "conditions"), *c;
@@ -322,20 +324,44 @@ static void mark_unschedulable(struct gq_sim_engine *e, const json_t *pod,
   char ts[40];
   size_t i;
 
-  json_object_set_new(e->unsched, key, json_true());
-  if (pinned && gq_meta_obj_label(pod, GQ_LBL_JOB))
-    gq_sim_placement_miss(e->s, pod, msg);
   json_array_foreach((json_t *)conds, i, c) {
     const char *t = json_string_value(json_object_get(c, "type"));
     const char *m = json_string_value(json_object_get(c, "message"));
+    const char *rs = json_string_value(json_object_get(c, "reason"));
 
-    if (t && !strcmp(t, "PodScheduled") && m && !strcmp(m, msg))
-      return; /* already says so: no write, no event */
+    if (t && !strcmp(t, "PodScheduled") && m && !strcmp(m, msg) && rs &&
+        !strcmp(rs, reason))
+      return;
   }
   next = edit_status(pod, &st, &cl);
   now_ts(ts, sizeof(ts));
-  set_condition(cl, "PodScheduled", "False", "Unschedulable", msg, ts);
+  set_condition(cl, "PodScheduled", "False", reason, msg, ts);
   gq_sim_put(e->s, pods_kind(e->s), next);
+}
+
+static void mark_unschedulable(struct gq_sim_engine *e, const json_t *pod,
+                               const char *key, const char *msg, int pinned)
+{
+  json_object_set_new(e->unsched, key, json_true());
+  if (pinned && gq_meta_obj_label(pod, GQ_LBL_JOB))
+    gq_sim_placement_miss(e->s, pod, msg);
+  set_unscheduled(e, pod, "Unschedulable", msg);
+}
+
+/* A pod with scheduling gates is not scheduled (KEP-3521): it waits with
+ * the condition kube-scheduler writes, and is looked at again when an
+ * update removes the last gate (the update marks it dirty). Returns 1 if
+ * the pod is gated. */
+static int gated(struct gq_sim_engine *e, const json_t *pod)
+{
+  const json_t *g = json_object_get(json_object_get(pod, "spec"),
+                                    "schedulingGates");
+
+  if (json_array_size(g) == 0)
+    return 0;
+  set_unscheduled(e, pod, "SchedulingGated",
+                  "Scheduling is blocked due to non-empty scheduling gates");
+  return 1;
 }
 
 /* Binds an unbound pod like kube-scheduler: the pinned node if it passes
@@ -350,7 +376,7 @@ static void schedule(struct gq_sim_engine *e, const json_t *pod,
   char err[512], why[512] = "", msg[700];
   size_t total = 0;
 
-  if (gq_pod_decode(pod, &p, err, sizeof(err)) != 0)
+  if (gated(e, pod) || gq_pod_decode(pod, &p, err, sizeof(err)) != 0)
     return;
   pin = pinned_node(&p.sched);
   if (pin) {

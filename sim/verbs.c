@@ -790,6 +790,52 @@ static int finalized(const struct gq_sim_req *r, const json_t *obj)
          !is_core(r->k, "pods");
 }
 
+/* Is gate 'name' among the pod's spec.schedulingGates? */
+static int has_gate(const json_t *pod, const char *name)
+{
+  const json_t *gs = json_object_get(json_object_get(pod, "spec"),
+                                     "schedulingGates"), *g;
+  size_t i;
+
+  json_array_foreach((json_t *)gs, i, g) {
+    const char *n = json_string_value(json_object_get(g, "name"));
+
+    if (n && !strcmp(n, name))
+      return 1;
+  }
+  return 0;
+}
+
+/* Pod scheduling gates may only be removed by an update (KEP-3521;
+ * pkg/apis/core/validation ValidatePodUpdate). The other scheduling
+ * directives a gated pod may change (KEP-3838) need no check: the sim
+ * does not make the pod spec immutable. Answers 422 and returns -1 when
+ * next adds a gate. */
+static int check_gates(struct gq_sim_req *r, const json_t *cur,
+                       const json_t *next)
+{
+  const json_t *gs = json_object_get(json_object_get(next, "spec"),
+                                     "schedulingGates"), *g;
+  char msg[600];
+  size_t i;
+
+  if (!is_core(r->k, "pods") || *r->sub)
+    return 0;
+  json_array_foreach((json_t *)gs, i, g) {
+    const char *n = json_string_value(json_object_get(g, "name"));
+
+    if (!n || has_gate(cur, n))
+      continue;
+    snprintf(msg, sizeof(msg), "Forbidden: only deletion is allowed, but "
+             "found new scheduling gate '%s'", n);
+    invalid(r, r->name,
+            json_pack("[{s:s, s:s, s:s}]", "reason", "FieldValueForbidden",
+                      "message", msg, "field", "spec.schedulingGates"));
+    return -1;
+  }
+  return 0;
+}
+
 /* Stores next (taken) as the new state of cur, with the API server's
  * update rules; answers 200 or an error. */
 static void commit_update(struct gq_sim_req *r, const json_t *cur,
@@ -804,6 +850,10 @@ static void commit_update(struct gq_sim_req *r, const json_t *cur,
   if (*want_rv && strcmp(want_rv, cur_rv) != 0) {
     json_decref(next);
     conflict(r, r->name);
+    return;
+  }
+  if (check_gates(r, cur, next) != 0) {
+    json_decref(next);
     return;
   }
   keep_meta(cur, next);
