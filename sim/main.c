@@ -1,6 +1,7 @@
 /* sim/main.c - gpuq-sim: a Kubernetes-API-compatible simulated cluster.
  *
  *   gpuq-sim --listen 127.0.0.1:PORT --kubeconfig-out PATH [--token T]
+ *            [--token-auth-file FILE]
  *            [--tls-cert C --tls-key K [--tls-ca CA]] [--crds DIR]
  *            [--watch-window N] [--bookmark-interval-ms MS]
  *            [--cluster FILE] [--trace FILE [--quotas FILE]
@@ -37,6 +38,7 @@ static const struct gq_lc lc_main = {"sim", "main", NULL};
 struct args {
   char host[64];
   int port;
+  const char *token_auth_file;
   const char *kubeconfig, *token, *tls_cert, *tls_key, *tls_ca, *crds;
   const char *cluster;
   struct gq_sim_replay_opts replay;
@@ -50,7 +52,8 @@ static void usage(FILE *f)
 {
   fprintf(f,
           "usage: gpuq-sim --listen 127.0.0.1:PORT --kubeconfig-out PATH\n"
-          "                [--token T] [--tls-cert C --tls-key K [--tls-ca CA]]\n"
+          "                [--token T] [--token-auth-file FILE]\n"
+          "                [--tls-cert C --tls-key K [--tls-ca CA]]\n"
           "                [--crds DIR] [--watch-window N]\n"
           "                [--bookmark-interval-ms MS]\n"
           "                [--cluster FILE] [--trace FILE [--quotas FILE]\n"
@@ -114,6 +117,8 @@ static int parse_args(int argc, char **argv, struct args *a)
       a->kubeconfig = v;
     else if (!strcmp(f, "--token"))
       a->token = v;
+    else if (!strcmp(f, "--token-auth-file"))
+      a->token_auth_file = v;
     else if (!strcmp(f, "--tls-cert"))
       a->tls_cert = v;
     else if (!strcmp(f, "--tls-key"))
@@ -360,7 +365,8 @@ int main(int argc, char **argv)
     return 2;
   o = (struct gq_sim_opts){a.host,  a.port,           a.token,
                            cert,    key,              a.crds,
-                           (size_t)a.window, (uint64_t)a.bookmark_ms};
+                           (size_t)a.window, (uint64_t)a.bookmark_ms,
+                           a.token_auth_file};
   if ((rc = gq_sim_start(&sim, loop, &o, err, sizeof(err))) != 0) {
     fprintf(stderr, "gpuq-sim: %s\n", err);
     return 1;

@@ -303,16 +303,6 @@ static void admin(struct gq_sim *s, struct gq_http_req *req, const char *path)
   }
 }
 
-static int authorized(struct gq_sim *s, struct gq_http_req *req)
-{
-  const char *h;
-
-  if (!s->opts.token)
-    return 1;
-  h = gq_http_header(req, "Authorization");
-  return h && !strncmp(h, "Bearer ", 7) && !strcmp(h + 7, s->opts.token);
-}
-
 static void on_request(struct gq_http_req *req, void *arg)
 {
   struct gq_sim *s = arg;
@@ -330,8 +320,14 @@ static void on_request(struct gq_http_req *req, void *arg)
     gq_http_respond(req, 200, "text/plain", "ok", 2, NULL);
     return;
   }
-  if (!authorized(s, req)) {
+  if (!(r.user = gq_sim_authenticate(s, gq_http_header(req,
+                                                        "Authorization")))) {
     gq_sim_status(req, 401, "Unauthorized", "Unauthorized", NULL);
+    return;
+  }
+  if (!strcmp(path, "/apis/authentication.k8s.io/v1/selfsubjectreviews") &&
+      !strcmp(gq_http_method(req), "POST")) {
+    gq_sim_self_review(req, r.user);
     return;
   }
   if (!strncmp(path, "/sim/v1/", 8)) {
@@ -484,6 +480,9 @@ int gq_sim_start(struct gq_sim *s, uv_loop_t *loop,
   gq_sim_store_observe(s, gq_sim_pdb_observe, NULL);
   gq_sim_kinds_init(s);
   seed_namespaces(s);
+  if (o->token_auth_file &&
+      (rc = gq_sim_users_load(s, o->token_auth_file, err, errlen)) != 0)
+    return rc;
   if (o->crd_dir && (rc = load_crds(s, o->crd_dir, err, errlen)) != 0)
     return rc;
   gq_sim_engine_start(s);
@@ -506,4 +505,5 @@ void gq_sim_release(struct gq_sim *s)
   gq_sim_engine_release(s);
   gq_sim_store_release(s);
   gq_sim_kinds_release(s);
+  gq_sim_users_release(s);
 }

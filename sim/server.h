@@ -17,6 +17,7 @@ struct gq_sim_req {
   int table;         /* Accept asks for a Table */
   int include_object;
   char warning[512]; /* a Warning header to add, or "" */
+  const struct gq_sim_user *user; /* who asks (auth.c); borrowed */
 };
 
 /* "pods" or "gpujobs.gpuq.dev", as Status messages name resources. */

@@ -160,6 +160,16 @@ struct gq_sim_fault {
   int count;          /* remaining matches; -1 = forever */
 };
 
+/* A user a bearer token authenticates (kube-apiserver's
+ * --token-auth-file), or one of the sim's own components. */
+struct gq_sim_user {
+  char *token;             /* NULL for the built-in users */
+  char *name, *uid;
+  char **groups;           /* includes system:authenticated */
+  size_t n_groups;
+  struct gq_sim_user *next;
+};
+
 struct gq_sim_opts {
   const char *host;
   int port;
@@ -169,6 +179,7 @@ struct gq_sim_opts {
   const char *crd_dir;
   size_t watch_window;     /* events kept for resumption */
   uint64_t bookmark_ms;    /* real ms between watch bookmarks (0 = 10 s) */
+  const char *token_auth_file; /* --token-auth-file path, or NULL */
 };
 
 struct gq_sim_engine;
@@ -199,7 +210,41 @@ struct gq_sim {
   uint64_t requests;        /* served, for the log */
   struct gq_sim_clock_wait *clock_waits; /* POST /sim/v1/clock (clock.c) */
   uv_timer_t clock_timer;
+  struct gq_sim_user *users; /* --token-auth-file (auth.c) */
 };
+
+/* --- auth.c --- */
+/* The user of the single --token, and of every request when the sim
+ * checks no token: system:admin in group system:masters. */
+extern const struct gq_sim_user gq_sim_user_admin;
+/* The sim's Job controller: system:serviceaccount:kube-system:job-controller
+ * (kube-controller-manager's service account for it). */
+extern const struct gq_sim_user gq_sim_user_job_controller;
+/* The simulated kubelets: "system:node:" + the node's name, in group
+ * system:nodes (the Node authorizer's convention). */
+extern const struct gq_sim_user gq_sim_user_node;
+/* Reads a kube-apiserver token file (--token-auth-file): CSV lines
+ * token,user,uid[,"group1,group2"]; blank lines and lines starting with
+ * '#' are skipped. Every user also gets group system:authenticated, as the
+ * apiserver adds it. Tokens are registered as log secrets. Returns 0, or
+ * GQ_EIO / GQ_EINVAL with the reason in err. */
+int gq_sim_users_load(struct gq_sim *s, const char *path, char *err,
+                      size_t errlen);
+/* Frees the users gq_sim_users_load() read. */
+void gq_sim_users_release(struct gq_sim *s);
+/* The user an Authorization header value (may be NULL) authenticates:
+ * system:admin when the sim checks no token, or for the --token; a file
+ * user for its token; NULL when refused (then 401). Borrowed, valid while
+ * the sim runs. */
+const struct gq_sim_user *gq_sim_authenticate(const struct gq_sim *s,
+                                              const char *authorization);
+/* u as an authentication.k8s.io/v1 UserInfo {username, uid, groups} (new
+ * reference); node completes gq_sim_user_node's name (else ignored). */
+json_t *gq_sim_user_info(const struct gq_sim_user *u, const char *node);
+/* Answers POST /apis/authentication.k8s.io/v1/selfsubjectreviews (what
+ * `kubectl auth whoami` calls; KEP-3325) with u's UserInfo, 201. */
+void gq_sim_self_review(struct gq_http_req *req,
+                        const struct gq_sim_user *u);
 
 /* --- kinds.c --- */
 void gq_sim_kinds_init(struct gq_sim *s);
