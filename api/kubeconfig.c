@@ -144,7 +144,7 @@ static int read_capped(const char *path, size_t cap, char **out, size_t *len)
  * quanta and counts the zero bytes that '=' padding stands for, so the
  * padding is subtracted from its result. Returns 0 with an owned buffer
  * (NUL-terminated after *len bytes), or GQ_EINVAL. */
-static int b64_decode(const char *s, size_t n, unsigned char **out, size_t *len)
+int gq_b64_decode(const char *s, size_t n, unsigned char **out, size_t *len)
 {
   unsigned char *clean = gq_xmalloc(n + 1), *bin;
   size_t m = 0, pad = 0;
@@ -474,7 +474,7 @@ static int find_ref(struct kc *k, const struct kc_entry *c, const char *field,
 static int load_b64(struct kc *k, const struct kc_entry *e, const char *field,
                     const char *b64, unsigned char **out, size_t *len)
 {
-  if (b64_decode(b64, strlen(b64), out, len) != 0)
+  if (gq_b64_decode(b64, strlen(b64), out, len) != 0)
     return efail(k, e, field, GQ_EINVAL, "invalid base64");
   return 0;
 }

@@ -108,6 +108,13 @@ void gq_sim_kinds_init(struct gq_sim *s)
   set_short(k, "pdb", NULL);
   k->has_status = 1;
   set_table(k, gq_tb_pdb_cols, gq_tb_pdb_cells);
+  add_kind(s, "admissionregistration.k8s.io", "v1",
+           "mutatingwebhookconfigurations", "mutatingwebhookconfiguration",
+           "MutatingWebhookConfiguration", 0);
+  add_kind(s, "admissionregistration.k8s.io", "v1",
+           "validatingwebhookconfigurations",
+           "validatingwebhookconfiguration", "ValidatingWebhookConfiguration",
+           0);
   k = add_kind(s, "apiextensions.k8s.io", "v1", "customresourcedefinitions",
                "customresourcedefinition", "CustomResourceDefinition", 0);
   set_short(k, "crd", "crds");

@@ -3,6 +3,7 @@
  * endpoints, start-up and shutdown. */
 #include "sim/server.h"
 
+#include "api/hclient.h"
 #include "api/yaml.h"
 #include "base/alloc.h"
 #include "base/clock.h"
@@ -493,6 +494,9 @@ void gq_sim_stop(struct gq_sim *s)
 {
   gq_sim_clock_stop(s);
   gq_sim_engine_stop(s);
+  if (s->hclient)
+    gq_hclient_close(s->hclient);
+  s->hclient = NULL;
   gq_httpd_close(s->httpd);
   s->httpd = NULL;
   uv_close((uv_handle_t *)&s->pending_timer, NULL);

@@ -184,6 +184,7 @@ struct gq_sim_opts {
 
 struct gq_sim_engine;
 struct gq_sim_clock_wait;
+struct gq_hclient;
 
 struct gq_sim {
   uv_loop_t *loop;
@@ -211,6 +212,7 @@ struct gq_sim {
   struct gq_sim_clock_wait *clock_waits; /* POST /sim/v1/clock (clock.c) */
   uv_timer_t clock_timer;
   struct gq_sim_user *users; /* --token-auth-file (auth.c) */
+  struct gq_hclient *hclient; /* admission webhook calls; made on first use */
 };
 
 /* --- auth.c --- */

@@ -475,6 +475,9 @@ static int validate(struct gq_sim_req *r, json_t *obj, const char *name)
       return -1;
     }
     gq_node_release(&n);
+  } else if (gq_sim_webhook_config_check(r->k, obj, err, sizeof(err)) != 0) {
+    invalid_msg(r, name, err);
+    return -1;
   }
   return 0;
 }
@@ -643,13 +646,28 @@ static int dry_run(const struct gq_sim_req *r)
   return d && strcmp(d, "All") == 0;
 }
 
+/* Answers 409 AlreadyExists and returns 1 if r's object exists. */
+static int already_exists(struct gq_sim_req *r)
+{
+  char res[200], msg[600];
+
+  if (!gq_sim_get(r->k, r->ns, r->name))
+    return 0;
+  gq_sim_resname(r->k, res, sizeof(res));
+  snprintf(msg, sizeof(msg), "%s \"%s\" already exists", res, r->name);
+  gq_sim_status(r->http, 409, "AlreadyExists", msg,
+                json_pack("{s:s, s:s, s:s}", "name", r->name, "group",
+                          r->k->group, "kind", r->k->plural));
+  return 1;
+}
+
+static void create_admitted(struct gq_sim_req *r, json_t *obj, void *arg);
+
 /* Creates obj (taken). Answers 201, or an error. */
 static void create_obj(struct gq_sim_req *r, json_t *obj)
 {
   json_t *meta = json_object_get(obj, "metadata");
   const char *bns;
-  char res[200], msg[600];
-  const json_t *stored;
 
   if (!json_is_object(obj) || !json_is_object(meta)) {
     json_decref(obj);
@@ -668,18 +686,27 @@ static void create_obj(struct gq_sim_req *r, json_t *obj)
     return;
   }
   snprintf(r->name, sizeof(r->name), "%s", gq_meta_str(obj, "name"));
-  if (gq_sim_get(r->k, r->ns, r->name)) {
-    gq_sim_resname(r->k, res, sizeof(res));
-    snprintf(msg, sizeof(msg), "%s \"%s\" already exists", res, r->name);
+  if (already_exists(r)) {
     json_decref(obj);
-    gq_sim_status(r->http, 409, "AlreadyExists", msg,
-                  json_pack("{s:s, s:s, s:s}", "name", r->name, "group",
-                            r->k->group, "kind", r->k->plural));
     return;
   }
   init_meta(r, obj);
   init_status(r, obj);
   if (validate(r, obj, r->name) != 0) {
+    json_decref(obj);
+    return;
+  }
+  gq_sim_admit(r, "CREATE", NULL, obj, create_admitted, NULL);
+}
+
+/* Stores a created object (taken) that admission let through: decoded
+ * again (a webhook may have changed it), then 201. */
+static void create_admitted(struct gq_sim_req *r, json_t *obj, void *arg)
+{
+  const json_t *stored;
+
+  (void)arg;
+  if (already_exists(r) || validate(r, obj, r->name) != 0) {
     json_decref(obj);
     return;
   }
@@ -836,14 +863,14 @@ static int check_gates(struct gq_sim_req *r, const json_t *cur,
   return 0;
 }
 
+static void update_admitted(struct gq_sim_req *r, json_t *next, void *arg);
+
 /* Stores next (taken) as the new state of cur, with the API server's
  * update rules; answers 200 or an error. */
 static void commit_update(struct gq_sim_req *r, const json_t *cur,
                           json_t *next)
 {
   const char *want_rv, *cur_rv = gq_meta_str(cur, "resourceVersion");
-  const json_t *stored;
-  long long gen;
 
   next = merge_update(r, cur, next);
   want_rv = gq_meta_str(next, "resourceVersion");
@@ -862,6 +889,31 @@ static void commit_update(struct gq_sim_req *r, const json_t *cur,
   json_object_del(json_object_get(next, "metadata"), "managedFields");
   /* Prune and default first: a change made only of unknown fields is no
    * change at all (same resourceVersion and generation). */
+  if (validate(r, next, r->name) != 0) {
+    json_decref(next);
+    return;
+  }
+  gq_sim_admit(r, "UPDATE", cur, next, update_admitted, NULL);
+}
+
+/* Stores an update (next, taken) that admission let through, unless the
+ * object changed or went meanwhile (409, 404: the apiserver's optimistic
+ * concurrency at storage). Answers 200 or an error. */
+static void update_admitted(struct gq_sim_req *r, json_t *next, void *arg)
+{
+  const json_t *cur = gq_sim_get(r->k, r->ns, r->name), *stored;
+  long long gen;
+
+  (void)arg;
+  if (!cur || strcmp(gq_meta_str(cur, "resourceVersion"),
+                     gq_meta_str(next, "resourceVersion"))) {
+    json_decref(next);
+    if (cur)
+      conflict(r, r->name);
+    else
+      not_found(r, r->name);
+    return;
+  }
   if (validate(r, next, r->name) != 0) {
     json_decref(next);
     return;
@@ -1036,11 +1088,12 @@ static void drop_crd_objects(struct gq_sim *s, const json_t *crd)
   gq_sim_kind_drop_crd(s, gq_meta_str(crd, "name"));
 }
 
+static void delete_admitted(struct gq_sim_req *r, json_t *none, void *arg);
+
 void gq_sim_do_delete(struct gq_sim_req *r)
 {
   const json_t *cur = gq_sim_get(r->k, r->ns, r->name);
   struct del_opts o;
-  json_t *last;
 
   if (!cur) {
     not_found(r, r->name);
@@ -1054,11 +1107,29 @@ void gq_sim_do_delete(struct gq_sim_req *r)
     return;
   }
   json_decref(o.body);
+  r->del_grace_s = o.grace_s;
+  r->del_orphan = o.orphan;
+  gq_sim_admit(r, "DELETE", cur, NULL, delete_admitted, NULL);
+}
+
+/* Deletes r's object once admission let the delete through. */
+static void delete_admitted(struct gq_sim_req *r, json_t *none, void *arg)
+{
+  const json_t *cur = gq_sim_get(r->k, r->ns, r->name);
+  json_t *last;
+
+  (void)arg;
+  json_decref(none);
+  if (!cur) {
+    not_found(r, r->name);
+    return;
+  }
   if (dry_run(r)) {
     reply_obj(r, 200, cur);
     return;
   }
-  last = gq_sim_delete(r->s, r->k, r->ns, r->name, o.grace_s, o.orphan);
+  last = gq_sim_delete(r->s, r->k, r->ns, r->name, r->del_grace_s,
+                       r->del_orphan);
   if (is_crd_kind(r->k) && !gq_sim_get(r->k, NULL, r->name))
     drop_crd_objects(r->s, last);
   reply_obj(r, 200, last);
