@@ -108,6 +108,10 @@ void gq_sim_kinds_init(struct gq_sim *s)
   set_short(k, "pdb", NULL);
   k->has_status = 1;
   set_table(k, gq_tb_pdb_cols, gq_tb_pdb_cells);
+  k = add_kind(s, "batch", "v1", "jobs", "job", "Job", 1);
+  k->has_status = 1;
+  free(k->categories);
+  k->categories = strv(&k->n_categories, "all", NULL);
   add_kind(s, "admissionregistration.k8s.io", "v1",
            "mutatingwebhookconfigurations", "mutatingwebhookconfiguration",
            "MutatingWebhookConfiguration", 0);

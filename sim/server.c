@@ -487,6 +487,7 @@ int gq_sim_start(struct gq_sim *s, uv_loop_t *loop,
   if (o->crd_dir && (rc = load_crds(s, o->crd_dir, err, errlen)) != 0)
     return rc;
   gq_sim_engine_start(s);
+  gq_sim_jobs_start(s);
   return gq_httpd_start(loop, &ho, on_request, s, &s->httpd, err, errlen);
 }
 
@@ -494,6 +495,7 @@ void gq_sim_stop(struct gq_sim *s)
 {
   gq_sim_clock_stop(s);
   gq_sim_engine_stop(s);
+  gq_sim_jobs_stop(s);
   if (s->hclient)
     gq_hclient_close(s->hclient);
   s->hclient = NULL;
@@ -510,4 +512,5 @@ void gq_sim_release(struct gq_sim *s)
   gq_sim_store_release(s);
   gq_sim_kinds_release(s);
   gq_sim_users_release(s);
+  gq_sim_jobs_release(s);
 }

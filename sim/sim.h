@@ -213,7 +213,36 @@ struct gq_sim {
   uv_timer_t clock_timer;
   struct gq_sim_user *users; /* --token-auth-file (auth.c) */
   struct gq_hclient *hclient; /* admission webhook calls; made on first use */
+  json_t *jobs_dirty;        /* Job keys to reconcile (jobs.c) */
+  uv_timer_t jobs_timer;     /* runs them on the next loop turn */
+  int jobs_closing;
 };
+
+/* --- jobs.c --- */
+/* Returns 1 if k is batch/v1 jobs. */
+int gq_sim_is_job(const struct gq_sim_kind *k);
+/* The defaults the apiserver gives a new Job (batch/v1 Job reference):
+ * parallelism 1, backoffLimit 6, suspend false, completionMode
+ * NonIndexed, restartPolicy Never when unset; the template's
+ * batch.kubernetes.io/controller-uid and job-name labels (and the legacy
+ * controller-uid, job-name) and the matching selector. completions stays
+ * unset when unset (any one success completes). job: its uid and name set,
+ * changed in place. */
+void gq_sim_job_defaults(json_t *job);
+/* The template rule of a Job update: spec.template is immutable, except
+ * while the Job is suspended and never started (JobMutableNodeScheduling-
+ * Directives; the sim lets the whole template change then). Returns 0, or
+ * -1 with "spec.template: Invalid value: ...: field is immutable" in err. */
+int gq_sim_job_check_update(const json_t *cur, const json_t *next,
+                            char *err, size_t len);
+/* Starts the Job controller: a store observer and a 0 ms uv timer on
+ * s->loop that reconciles the marked Jobs (pods from the template, status
+ * counts and conditions). */
+void gq_sim_jobs_start(struct gq_sim *s);
+/* Closes its timer (run the loop to finish). */
+void gq_sim_jobs_stop(struct gq_sim *s);
+/* Frees what is left after the loop ran the close. */
+void gq_sim_jobs_release(struct gq_sim *s);
 
 /* --- auth.c --- */
 /* The user of the single --token, and of every request when the sim

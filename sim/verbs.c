@@ -692,6 +692,8 @@ static void create_obj(struct gq_sim_req *r, json_t *obj)
   }
   init_meta(r, obj);
   init_status(r, obj);
+  if (gq_sim_is_job(r->k))
+    gq_sim_job_defaults(obj);
   if (validate(r, obj, r->name) != 0) {
     json_decref(obj);
     return;
@@ -865,6 +867,19 @@ static int check_gates(struct gq_sim_req *r, const json_t *cur,
 
 static void update_admitted(struct gq_sim_req *r, json_t *next, void *arg);
 
+/* A Job's template rule (jobs.c); answers 422 and returns -1 when broken. */
+static int check_job(struct gq_sim_req *r, const json_t *cur,
+                     const json_t *next)
+{
+  char err[ERRLEN];
+
+  if (!gq_sim_is_job(r->k) || *r->sub ||
+      gq_sim_job_check_update(cur, next, err, sizeof(err)) == 0)
+    return 0;
+  invalid_msg(r, r->name, err);
+  return -1;
+}
+
 /* Stores next (taken) as the new state of cur, with the API server's
  * update rules; answers 200 or an error. */
 static void commit_update(struct gq_sim_req *r, const json_t *cur,
@@ -879,7 +894,7 @@ static void commit_update(struct gq_sim_req *r, const json_t *cur,
     conflict(r, r->name);
     return;
   }
-  if (check_gates(r, cur, next) != 0) {
+  if (check_gates(r, cur, next) != 0 || check_job(r, cur, next) != 0) {
     json_decref(next);
     return;
   }
