@@ -263,23 +263,24 @@ static int apply_response_patch(struct admit_ctx *c, const json_t *resp,
 }
 
 /* A webhook answered allowed=false: the request is refused with the
- * response status's code (400 when it has none) and the apiserver's
- * wording. */
+ * response status's code (400 below 400; the sim caps it at 599) and the
+ * apiserver's wording (webhook/errors ToStatusErr: the message, else the
+ * reason, else "without explanation"). */
 static void denied(struct admit_ctx *c, const json_t *resp)
 {
   const json_t *st = json_object_get(resp, "status");
   const char *m = json_string_value(json_object_get(st, "message"));
+  const char *reason = json_string_value(json_object_get(st, "reason"));
   json_int_t code = json_integer_value(json_object_get(st, "code"));
   char msg[1500];
 
-  if (m && *m)
+  if ((m && *m) || (reason && *reason)) /* ToStatusErr's order */
     snprintf(msg, sizeof(msg), "admission webhook \"%s\" denied the "
-             "request: %s", hook_name(c), m);
+             "request: %s", hook_name(c), m && *m ? m : reason);
   else
     snprintf(msg, sizeof(msg), "admission webhook \"%s\" denied the "
              "request without explanation", hook_name(c));
-  refuse(c, code >= 400 && code < 600 ? (int)code : 400,
-         json_string_value(json_object_get(st, "reason")), msg);
+  refuse(c, code >= 400 && code < 600 ? (int)code : 400, reason, msg);
 }
 
 static void on_review(int rc, long status, const char *body, size_t len,

@@ -187,12 +187,32 @@ static void test_backoff(void **state)
   assert_int_equal(live_pods("bad"), 0);
 }
 
+/* Pods outside GpuJobs (a Job's, with a gpuq team label and GPUs) do not
+ * trip the checker's invariants meant for gpuq's own pods. */
+static void test_checker_ignores_job_pods(void **state)
+{
+  char body[1200];
+
+  (void)state;
+  snprintf(body, sizeof(body),
+           "{\"metadata\":{\"name\":\"gpus\"},\"spec\":{\"parallelism\":2,"
+           "\"completions\":2,\"template\":{\"metadata\":{\"labels\":{"
+           "\"gpuq.dev/team\":\"t\"},\"annotations\":{"
+           "\"sim.gpuq.dev/run-seconds\":\"1\"}},\"spec\":{\"containers\":"
+           "[{\"name\":\"c\",\"image\":\"i\",\"resources\":{\"limits\":"
+           "{\"nvidia.com/gpu\":\"8\"}}}]}}}}");
+  json_decref(gq_test_sim_call(&sim, "POST", JOBS, body, 201));
+  wait_cond("gpus", "Complete", "True");
+  gq_test_sim_expect_clean(&sim, 0);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_complete),
       cmocka_unit_test(test_suspend),
       cmocka_unit_test(test_backoff),
+      cmocka_unit_test(test_checker_ignores_job_pods),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
