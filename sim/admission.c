@@ -25,6 +25,9 @@
 
 struct admit_ctx {
   struct gq_sim_req r;   /* a copy: the request stays parked meanwhile */
+  struct admit_ctx *next_ctx; /* s->admits: the chains with a call out */
+  struct gq_hcall *call; /* the webhook call in flight, or NULL */
+  int stopped;           /* answered by gq_sim_admission_stop() */
   char op[16];
   json_t *old, *obj;     /* owned; obj NULL on DELETE */
   json_t *hooks;         /* webhooks left to call, in order */
@@ -159,7 +162,7 @@ static json_t *collect(struct admit_ctx *c, const char *plural)
 static json_t *review(const struct admit_ctx *c)
 {
   const struct gq_sim_req *r = &c->r;
-  const char *dr = gq_http_query(r->http, "dryRun");
+  const char *dr = r->http ? gq_http_query(r->http, "dryRun") : NULL;
   json_t *gvk = json_pack("{s:s, s:s, s:s}", "group", r->k->group, "version",
                           r->k->version, "kind", r->k->kind);
   json_t *gvr = json_pack("{s:s, s:s, s:s}", "group", r->k->group, "version",
@@ -183,6 +186,18 @@ static json_t *review(const struct admit_ctx *c)
                    "kind", "AdmissionReview", "request", req);
 }
 
+/* Takes c off s->admits (where it is while a call is out). */
+static void unlink_ctx(struct admit_ctx *c)
+{
+  struct admit_ctx **pp = (struct admit_ctx **)&c->r.s->admits;
+
+  while (*pp && *pp != c)
+    pp = &(*pp)->next_ctx;
+  if (*pp)
+    *pp = c->next_ctx;
+  c->call = NULL;
+}
+
 static void ctx_free(struct admit_ctx *c)
 {
   json_decref(c->old);
@@ -202,8 +217,11 @@ static const char *hook_name(const struct admit_ctx *c)
 static void refuse(struct admit_ctx *c, int code, const char *reason,
                    const char *msg)
 {
-  gq_sim_status(c->r.http, code, reason ? reason : gq_sim_reason_for(code),
-                msg, NULL);
+  if (c->r.refused)
+    c->r.refused(&c->r, code, msg, c->arg);
+  else
+    gq_sim_status(c->r.http, code,
+                  reason ? reason : gq_sim_reason_for(code), msg, NULL);
   ctx_free(c);
 }
 
@@ -287,12 +305,19 @@ static void on_review(int rc, long status, const char *body, size_t len,
                       const char *retry_after, const char *err, void *arg)
 {
   struct admit_ctx *c = arg;
-  json_t *rv = rc == 0 ? json_loadb(body, len, 0, NULL) : NULL;
-  json_t *resp = json_object_get(rv, "response");
-  const char *uid = json_string_value(json_object_get(resp, "uid"));
+  json_t *rv, *resp;
+  const char *uid;
   char why[600];
 
   (void)retry_after;
+  unlink_ctx(c);
+  if (c->stopped) { /* answered already: the sim is stopping */
+    ctx_free(c);
+    return;
+  }
+  rv = rc == 0 ? json_loadb(body, len, 0, NULL) : NULL;
+  resp = json_object_get(rv, "response");
+  uid = json_string_value(json_object_get(resp, "uid"));
   free(c->ca);
   c->ca = NULL;
   if (rc != 0)
@@ -352,9 +377,14 @@ static void call_hook(struct admit_ctx *c, const json_t *h)
   o.timeout_ms = (json_is_integer(to) ? (long)json_integer_value(to) : 10) *
                  1000;
   o.max_body = MAX_REVIEW_BODY;
-  if (!gq_hclient_do(c->r.s->hclient, &o, NULL, on_review, c))
-    call_failed(c, "bad webhook URL");
+  c->call = gq_hclient_do(c->r.s->hclient, &o, NULL, on_review, c);
   free(body);
+  if (!c->call) {
+    call_failed(c, "bad webhook URL");
+    return;
+  }
+  c->next_ctx = c->r.s->admits;
+  c->r.s->admits = c;
 }
 
 /* Runs the next webhook, or moves from the mutating to the validating
@@ -413,6 +443,20 @@ void gq_sim_admit(struct gq_sim_req *r, const char *op, const json_t *old,
     return;
   }
   call_next(c);
+}
+
+void gq_sim_admission_stop(struct gq_sim *s)
+{
+  for (struct admit_ctx *c = s->admits; c; c = c->next_ctx) {
+    if (c->stopped)
+      continue;
+    c->stopped = 1;
+    if (c->r.refused)
+      c->r.refused(&c->r, 503, "the server is shutting down", c->arg);
+    else
+      gq_sim_status(c->r.http, 503, "ServiceUnavailable",
+                    "the server is shutting down", NULL);
+  }
 }
 
 /* One webhook of a configuration: the checks the apiserver makes on

@@ -5,12 +5,15 @@
  * controller observes the store, marks Jobs dirty and reconciles them on
  * the next loop turn from the stored state (level-based, like the
  * engine), so pods run in the sim's virtual time through the kubelet. Its
- * writes are internal: they do not go through admission webhooks. */
+ * pod creates go through the admission webhooks as
+ * system:serviceaccount:kube-system:job-controller; its status writes
+ * do not. */
 #include "sim/server.h"
 
 #include "api/meta.h"
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "base/log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +21,8 @@
 
 #define LBL_UID "batch.kubernetes.io/controller-uid"
 #define LBL_NAME "batch.kubernetes.io/job-name"
+
+static const struct gq_lc lc = {"sim", "jobs", NULL};
 
 static struct gq_sim_kind *jobs_kind(struct gq_sim *s)
 {
@@ -167,18 +172,71 @@ static void count_pods(struct gq_sim *s, const json_t *job, int del,
   json_decref(pods);
 }
 
+/* Pods of a Job that admission has not answered yet (they count as
+ * active, like kube-controller-manager's expectations). */
+static void inflight_add(struct gq_sim *s, const char *job_uid, int d)
+{
+  json_int_t n = json_integer_value(json_object_get(s->jobs_inflight,
+                                                    job_uid)) + d;
+
+  if (n > 0)
+    json_object_set_new(s->jobs_inflight, job_uid, json_integer(n));
+  else
+    json_object_del(s->jobs_inflight, job_uid);
+}
+
+/* Admission let the pod (taken) through: it is stored. arg: the Job's uid
+ * (owned). */
+static void pod_admitted(struct gq_sim_req *r, json_t *pod, void *arg)
+{
+  char err[256];
+
+  inflight_add(r->s, arg, -1);
+  free(arg);
+  if (!gq_sim_seed(r->s, r->k, pod, err, sizeof(err)))
+    GQ_LOG(GQ_WARN, &lc, "cannot create pod %s/%s: %s", r->ns, r->name, err);
+}
+
+/* Admission refused the pod. The Job is not reconciled again until it or
+ * one of its pods changes: the controller has no retry backoff, and an
+ * immediate retry would call a denying webhook in a loop. */
+static void pod_refused(struct gq_sim_req *r, int code, const char *msg,
+                        void *arg)
+{
+  inflight_add(r->s, arg, -1);
+  free(arg);
+  GQ_LOG(GQ_WARN, &lc, "cannot create pod %s/%s: %d %s", r->ns, r->name,
+         code, msg);
+}
+
+/* Creates pod (taken) for job through the admission chain, as the Job
+ * controller's user. */
+static void admit_pod(struct gq_sim *s, const json_t *job, json_t *pod)
+{
+  struct gq_sim_req r = {.s = s, .method = "POST", .k = pods_kind(s),
+                         .user = &gq_sim_user_job_controller,
+                         .refused = pod_refused};
+
+  snprintf(r.ns, sizeof(r.ns), "%s", gq_meta_str(job, "namespace"));
+  snprintf(r.name, sizeof(r.name), "%s", gq_meta_str(pod, "name"));
+  inflight_add(s, gq_meta_str(job, "uid"), 1);
+  gq_sim_admit(&r, "CREATE", NULL, pod, pod_admitted,
+               gq_xstrdup(gq_meta_str(job, "uid")));
+}
+
 /* Creates one pod from the Job's template, owned by the Job. */
 static void create_pod(struct gq_sim *s, const json_t *job)
 {
   static const char alpha[] = "abcdefghijklmnopqrstuvwxyz";
   const json_t *tmpl = json_object_get(json_object_get(job, "spec"),
                                        "template");
-  json_t *pod = json_pack("{s:{}, s:O, s:{s:s}}", "metadata", "spec",
+  json_t *pod = json_pack("{s:s, s:s, s:{}, s:O, s:{s:s}}", "apiVersion",
+                          "v1", "kind", "Pod", "metadata", "spec",
                           json_object_get(tmpl, "spec"), "status", "phase",
                           "Pending");
   json_t *meta = json_object_get(pod, "metadata");
   const json_t *tm = json_object_get(tmpl, "metadata");
-  char name[300], uid[40], err[256];
+  char name[300], uid[40];
   size_t n;
 
   gq_sim_uuid(uid);
@@ -203,7 +261,7 @@ static void create_pod(struct gq_sim *s, const json_t *job)
                        "terminationGracePeriodSeconds"))
     json_object_set_new(json_object_get(pod, "spec"),
                         "terminationGracePeriodSeconds", json_integer(30));
-  gq_sim_seed(s, pods_kind(s), pod, err, sizeof(err));
+  admit_pod(s, job, pod);
 }
 
 /* Sets condition type to status (reason, message) in st's conditions,
@@ -299,6 +357,8 @@ static void reconcile(struct gq_sim *s, const json_t *job)
     return;
   }
   count_pods(s, job, suspend, &n);
+  n.active += json_integer_value(json_object_get(s->jobs_inflight,
+                                                 gq_meta_str(job, "uid")));
   if (suspend) {
     n.active = n.ready = 0;
     set_cond(st, "Suspended", "True", "JobSuspended", "Job suspended", ts);
@@ -386,6 +446,7 @@ static void observe(struct gq_sim *s, const struct gq_sim_event *ev,
 void gq_sim_jobs_start(struct gq_sim *s)
 {
   s->jobs_dirty = json_object();
+  s->jobs_inflight = json_object();
   uv_timer_init(s->loop, &s->jobs_timer);
   s->jobs_timer.data = s;
   gq_sim_store_observe(s, observe, NULL);
@@ -400,5 +461,6 @@ void gq_sim_jobs_stop(struct gq_sim *s)
 void gq_sim_jobs_release(struct gq_sim *s)
 {
   json_decref(s->jobs_dirty);
-  s->jobs_dirty = NULL;
+  json_decref(s->jobs_inflight);
+  s->jobs_dirty = s->jobs_inflight = NULL;
 }

@@ -496,6 +496,7 @@ void gq_sim_stop(struct gq_sim *s)
   gq_sim_clock_stop(s);
   gq_sim_engine_stop(s);
   gq_sim_jobs_stop(s);
+  gq_sim_admission_stop(s);
   if (s->hclient)
     gq_hclient_close(s->hclient);
   s->hclient = NULL;

@@ -20,6 +20,10 @@ struct gq_sim_req {
   const struct gq_sim_user *user; /* who asks (auth.c); borrowed */
   int64_t del_grace_s; /* DELETE: the options, kept across admission */
   int del_orphan;
+  /* An internal write (http NULL: the sim's Job controller) is told of a
+   * refusal through this instead of an answer; arg is admission's. */
+  void (*refused)(struct gq_sim_req *r, int code, const char *msg,
+                  void *arg);
 };
 
 /* "pods" or "gpujobs.gpuq.dev", as Status messages name resources. */
@@ -41,6 +45,10 @@ typedef void (*gq_sim_admit_cb)(struct gq_sim_req *r, json_t *obj,
  * is the stored object for UPDATE and DELETE. */
 void gq_sim_admit(struct gq_sim_req *r, const char *op, const json_t *old,
                   json_t *obj, gq_sim_admit_cb cb, void *arg);
+/* Answers every request waiting for a webhook with 503 (the server is
+ * stopping; httpd must not close with parked connections) and lets the
+ * calls end with the hclient's close. Call before closing httpd. */
+void gq_sim_admission_stop(struct gq_sim *s);
 /* Checks a Mutating/ValidatingWebhookConfiguration (k its kind; any other
  * kind passes) as the apiserver validates it: sideEffects None or
  * NoneOnDryRun, admissionReviewVersions with v1, timeoutSeconds 1..30, a

@@ -213,7 +213,9 @@ struct gq_sim {
   uv_timer_t clock_timer;
   struct gq_sim_user *users; /* --token-auth-file (auth.c) */
   struct gq_hclient *hclient; /* admission webhook calls; made on first use */
+  void *admits;              /* admission chains with a call out (admission.c) */
   json_t *jobs_dirty;        /* Job keys to reconcile (jobs.c) */
+  json_t *jobs_inflight;     /* Job uid -> pods awaiting admission */
   uv_timer_t jobs_timer;     /* runs them on the next loop turn */
   int jobs_closing;
 };

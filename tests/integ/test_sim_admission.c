@@ -25,6 +25,7 @@
 #include "tests/support/proc.h"
 
 static struct gq_test_sim sim;
+static int sim_stopped;
 static char dir[] = "/tmp/gpuq-test-adm-XXXXXX";
 static char ca_b64[8192], other_b64[8192];
 
@@ -209,7 +210,7 @@ static int group_setup(void **state)
 
 static int group_teardown(void **state)
 {
-  int rc = gq_test_sim_stop(&sim);
+  int rc = sim_stopped ? 0 : gq_test_sim_stop(&sim);
 
   (void)state;
   /* MHD must not stop with the /slow connection still suspended */
@@ -321,6 +322,40 @@ static void test_mutate_and_user(void **state)
   json_decref(p);
 }
 
+/* The sim's Job controller creates its pods through the same chain, as
+ * its own user. */
+static void test_job_controller_pods(void **state)
+{
+  json_t *l = NULL;
+
+  (void)state;
+  json_decref(call("POST", "/apis/batch/v1/namespaces/default/jobs",
+                   "{\"metadata\":{\"name\":\"j1\"},\"spec\":{"
+                   "\"template\":{\"metadata\":{\"labels\":{\"admit\":"
+                   "\"yes\"}},\"spec\":{\"containers\":[{\"name\":\"c\","
+                   "\"image\":\"i\"}]}}}}", 201));
+  for (int i = 0; i < 400; i++) {
+    json_decref(l);
+    l = call("GET", "/api/v1/namespaces/default/pods?labelSelector="
+             "job-name%3Dj1", NULL, 200);
+    if (json_array_size(json_object_get(l, "items")) == 1)
+      break;
+    gq_test_sleep_ms(25);
+  }
+  assert_int_equal(json_array_size(json_object_get(l, "items")), 1);
+  assert_string_equal(json_string_value(json_object_get(json_object_get(
+                          json_object_get(json_array_get(json_object_get(
+                                              l, "items"), 0),
+                                          "metadata"), "labels"),
+                                                        "mutated")),
+                      "yes");
+  json_decref(l);
+  pthread_mutex_lock(&wh.mu);
+  assert_string_equal(wh.last_user,
+                      "system:serviceaccount:kube-system:job-controller");
+  pthread_mutex_unlock(&wh.mu);
+}
+
 static void test_deny_and_namespace_selector(void **state)
 {
   json_t *st;
@@ -384,23 +419,29 @@ static void test_config_checks(void **state)
        ",\"sideEffects\":\"None\",\"timeoutSeconds\":31", 422);
 }
 
+static int stop_status; /* what the request held at the sim's stop got */
+
 static void *slow_create(void *arg)
 {
-  (void)arg;
-  json_decref(call("POST", SVCS, svc("s-held", "hold"), 201));
+  const char *name = arg;
+  char url[300], *resp = NULL;
+
+  if (strcmp(name, "s-stop")) {
+    json_decref(call("POST", SVCS, svc(name, "hold"), 201));
+    return NULL;
+  }
+  snprintf(url, sizeof(url), "%s%s", sim.url, SVCS);
+  stop_status = gq_test_http("POST", url, svc(name, "hold"), NULL,
+                             "alice-tok", &resp);
+  free(resp);
   return NULL;
 }
 
-static void test_responsive_while_pending(void **state)
+/* Waits (deadline 10 s) until the webhook holds a call. */
+static void wait_held(void)
 {
-  pthread_t t;
   int seen = 0;
 
-  (void)state;
-  hook("validating", "hold.test.dev", "services", "/hold", ca_b64,
-       ",\"sideEffects\":\"None\",\"timeoutSeconds\":30,\"objectSelector\":"
-       "{\"matchLabels\":{\"hook\":\"hold\"}}", 201);
-  assert_int_equal(pthread_create(&t, NULL, slow_create, NULL), 0);
   for (int i = 0; i < 400 && !seen; i++) {
     pthread_mutex_lock(&wh.mu);
     seen = wh.held_seen;
@@ -409,6 +450,18 @@ static void test_responsive_while_pending(void **state)
       gq_test_sleep_ms(25);
   }
   assert_true(seen);
+}
+
+static void test_responsive_while_pending(void **state)
+{
+  pthread_t t;
+
+  (void)state;
+  hook("validating", "hold.test.dev", "services", "/hold", ca_b64,
+       ",\"sideEffects\":\"None\",\"timeoutSeconds\":30,\"objectSelector\":"
+       "{\"matchLabels\":{\"hook\":\"hold\"}}", 201);
+  assert_int_equal(pthread_create(&t, NULL, slow_create, "s-held"), 0);
+  wait_held();
   /* the webhook holds the call: the sim still answers others */
   json_decref(call("GET", "/api/v1/namespaces", NULL, 200));
   json_decref(call("GET", SVCS "/s-held", NULL, 404));
@@ -416,14 +469,37 @@ static void test_responsive_while_pending(void **state)
   pthread_join(t, NULL);
 }
 
+/* A sim stopped while a webhook call is out answers the request 503 (the
+ * answer may be lost with the connection as the server closes) and exits
+ * cleanly. */
+static void test_stop_while_pending(void **state)
+{
+  pthread_t t;
+
+  (void)state;
+  pthread_mutex_lock(&wh.mu);
+  wh.held_seen = 0;
+  wh.release = 0;
+  pthread_mutex_unlock(&wh.mu);
+  assert_int_equal(pthread_create(&t, NULL, slow_create, "s-stop"), 0);
+  wait_held();
+  assert_int_equal(gq_test_sim_stop(&sim), 0);
+  sim_stopped = 1;
+  pthread_join(t, NULL);
+  assert_true(stop_status == 503 || stop_status == -1);
+  wh_poke(&wh.release); /* the webhook's own server must not stop parked */
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_mutate_and_user),
+      cmocka_unit_test(test_job_controller_pods),
       cmocka_unit_test(test_deny_and_namespace_selector),
       cmocka_unit_test(test_failure_policies),
       cmocka_unit_test(test_config_checks),
       cmocka_unit_test(test_responsive_while_pending),
+      cmocka_unit_test(test_stop_while_pending),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
