@@ -12,6 +12,11 @@
  *   reply.c      JSON and Status replies
  *   verbs.c      get, list, watch, create, update, patch, delete
  *   evict.c      pods/eviction and pods/binding, PodDisruptionBudget status
+ *   auth.c       who a request is: --token, --token-auth-file, the sim's
+ *                own users; SelfSubjectReview
+ *   admission.c  admission webhooks (Mutating/ValidatingWebhookConfiguration)
+ *                called on the loop before storage
+ *   jobs.c       batch/v1 Jobs: defaults, template rules, the Job controller
  *   kinds.c      the resource registry: built-in kinds and CRD-defined ones
  *   schema.c     CRD schemas: pruning, defaulting, validation (schema.h)
  *   store.c      objects, the global resourceVersion, the event window,
