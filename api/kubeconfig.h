@@ -138,11 +138,11 @@ void gq_kubeconfig_release(struct gq_kubeconfig *c);
 int gq_kubeconfig_read_token_file(const char *path, char **token, char *err,
                                   size_t errlen);
 
-/* Decodes padded standard base64 (RFC 4648 section 4; CR and LF
- * skipped, as Go's encoding/json does for []byte fields such as
- * certificate-authority-data and a webhook's caBundle) of s[0..n), with
- * OpenSSL's EVP_DecodeBlock. Returns 0 with an owned buffer in *out
- * (NUL-terminated after *len bytes), or GQ_EINVAL (*out untouched). */
+/* Decodes padded standard base64 (RFC 4648 section 4) of s (n bytes), as
+ * Go's encoding/json encodes []byte fields (certificate-authority-data, an
+ * admission webhook's caBundle and JSONPatch); CR and LF are skipped.
+ * Returns 0 with *out owned by the caller (NUL-terminated after *len
+ * bytes), or GQ_EINVAL for bad input. */
 int gq_b64_decode(const char *s, size_t n, unsigned char **out, size_t *len);
 
 #endif

@@ -1,560 +1,503 @@
-/* sim/admission.c - users and the admission webhook chain of gpuq-sim, as
- * kube-apiserver has them (the Kubernetes reference "Dynamic Admission
- * Control", admissionregistration.k8s.io/v1, admission.k8s.io/v1).
- *
- * Users: --token-auth-file FILE holds lines "token,user,uid,"g1,g2""
- * (kube-apiserver's static token file); --token is the user system:admin
- * (group system:masters), as is every request when no token is required.
- *
- * Webhooks: before a create or update through the API is stored, every
- * MutatingWebhookConfiguration webhook whose rules, namespaceSelector and
- * objectSelector match is called in turn (configurations by name, webhooks
- * in their order) and its JSONPatch applied; then every matching
- * ValidatingWebhookConfiguration webhook. Each call is an HTTPS POST of an
- * AdmissionReview to clientConfig.url (clientConfig.service is refused at
- * create: the sim has no Services to route to), trusting caBundle, within
- * timeoutSeconds (default 10). A denial refuses the request with the
- * webhook's name and message; a call that fails refuses it with HTTP 500
- * under failurePolicy Fail (the default) and is skipped under Ignore. The
- * request waits without blocking the loop. Deletes and connects are not
- * sent to webhooks (nothing gpuq serves needs them): docs/sim.md.
- */
-#include "sim/admission.h"
-
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+/* sim/admission.c - dynamic admission control as kube-apiserver runs it
+ * (admissionregistration.k8s.io/v1; "Dynamic Admission Control" in the
+ * Kubernetes reference): after the sim's own decoding and before storage,
+ * the matching MutatingWebhookConfiguration webhooks (configurations by
+ * name, webhooks in order) are called and their JSONPatches applied, then
+ * the matching validating webhooks see the final object. Calls go through
+ * api/hclient on the sim's loop, so the request waits (its connection
+ * parked by httpd) while the loop serves everything else. Validating
+ * webhooks are called one after the other, not in parallel as the
+ * apiserver does: the outcome is the same, only slower. */
+#include "sim/server.h"
 
 #include "api/hclient.h"
 #include "api/kubeconfig.h"
 #include "api/meta.h"
 #include "api/patch.h"
-#include "api/selector.h"
 #include "base/alloc.h"
 #include "base/err.h"
-#include "base/log.h"
 
-static const struct gq_lc lc = {"sim", "admission", NULL};
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-#define GROUP "admissionregistration.k8s.io"
+#define MAX_REVIEW_BODY (4u << 20)
 
-/* ---- users -------------------------------------------------------------- */
+struct admit_ctx {
+  struct gq_sim_req r;   /* a copy: the request stays parked meanwhile */
+  struct admit_ctx *next_ctx; /* s->admits: the chains with a call out */
+  struct gq_hcall *call; /* the webhook call in flight, or NULL */
+  int stopped;           /* answered by gq_sim_admission_stop() */
+  char op[16];
+  json_t *old, *obj;     /* owned; obj NULL on DELETE */
+  json_t *hooks;         /* webhooks left to call, in order */
+  int mutating;          /* hooks are mutating ones */
+  size_t next;
+  char uid[40];
+  unsigned char *ca;     /* decoded caBundle of the call in flight */
+  size_t ca_len;
+  struct gq_hclient_tls tls;
+  gq_sim_admit_cb cb;
+  void *arg;
+};
 
-static const struct gq_sim_user admin = {.name = (char *)"system:admin"};
-
-/* Splits one CSV field off *p (quoted or not); NULL at the end. Owned. */
-static char *csv_field(const char **p)
+static int has_str(const json_t *arr, const char *want)
 {
-  const char *s = *p, *e;
-  char *out;
-
-  if (!s)
-    return NULL;
-  if (*s == '"') {
-    e = strchr(s + 1, '"');
-    if (!e)
-      return NULL;
-    out = gq_xstrndup(s + 1, (size_t)(e - s - 1));
-    e++;
-  } else {
-    e = s + strcspn(s, ",");
-    out = gq_xstrndup(s, (size_t)(e - s));
-  }
-  *p = *e == ',' ? e + 1 : NULL;
-  return out;
-}
-
-int gq_sim_users_load(struct gq_sim *s, const char *text, char *err,
-                      size_t len)
-{
-  const char *line = text;
-  int n = 0;
-
-  while (line && *line) {
-    const char *end = strchr(line, '\n');
-    char *l = gq_xstrndup(line, end ? (size_t)(end - line) : strlen(line));
-    const char *p = l;
-    struct gq_sim_user *u;
-    char *token = csv_field(&p), *name = csv_field(&p);
-
-    n++;
-    line = end ? end + 1 : NULL;
-    if (!*l || *l == '#') {
-      free(token);
-      free(name);
-      free(l);
-      continue;
-    }
-    if (!token || !*token || !name || !*name) {
-      snprintf(err, len, "--token-auth-file: line %d: want "
-               "token,user,uid[,\"group1,group2\"]", n);
-      free(token);
-      free(name);
-      free(l);
-      return GQ_EINVAL;
-    }
-    u = gq_xcalloc(1, sizeof(*u));
-    u->token = token;
-    u->name = name;
-    u->uid = csv_field(&p);
-    u->groups = csv_field(&p);
-    u->next = s->users;
-    s->users = u;
-    free(l);
-  }
-  return 0;
-}
-
-void gq_sim_users_release(struct gq_sim *s)
-{
-  struct gq_sim_user *u = s->users, *next;
-
-  for (; u; u = next) {
-    next = u->next;
-    free(u->token);
-    free(u->name);
-    free(u->uid);
-    free(u->groups);
-    free(u);
-  }
-  s->users = NULL;
-}
-
-const struct gq_sim_user *gq_sim_user_of(const struct gq_sim *s,
-                                         const char *bearer)
-{
-  const struct gq_sim_user *u;
-
-  if (!s->opts.token && !s->users)
-    return &admin;
-  if (!bearer)
-    return NULL;
-  if (s->opts.token && !strcmp(bearer, s->opts.token))
-    return &admin;
-  for (u = s->users; u; u = u->next)
-    if (!strcmp(u->token, bearer))
-      return u;
-  return NULL;
-}
-
-/* userInfo of an AdmissionReview. */
-static json_t *user_info(const struct gq_sim_user *u)
-{
-  json_t *groups = json_array();
-  const char *p = u->groups;
-
-  if (u == &admin)
-    json_array_append_new(groups, json_string("system:masters"));
-  while (p && *p) {
-    size_t n = strcspn(p, ",");
-
-    json_array_append_new(groups, json_stringn(p, n));
-    p = p[n] ? p + n + 1 : NULL;
-  }
-  json_array_append_new(groups, json_string("system:authenticated"));
-  return json_pack("{s:s, s:s, s:o}", "username", u->name, "uid",
-                   u->uid ? u->uid : "", "groups", groups);
-}
-
-/* ---- configurations ----------------------------------------------------- */
-
-int gq_sim_webhook_config_check(const json_t *obj, char *err, size_t len)
-{
-  const json_t *hooks = json_object_get(obj, "webhooks"), *w;
+  const json_t *v;
   size_t i;
 
-  json_array_foreach((json_t *)hooks, i, w) {
-    const char *name = json_string_value(json_object_get(w, "name"));
-    const char *se = json_string_value(json_object_get(w, "sideEffects"));
-    const json_t *cc = json_object_get(w, "clientConfig");
-    const json_t *v, *arv = json_object_get(w, "admissionReviewVersions");
-    size_t j;
-    int v1 = 0;
+  json_array_foreach((json_t *)arr, i, v) {
+    const char *s = json_string_value(v);
 
-    json_array_foreach((json_t *)arv, j, v)
-      v1 |= json_is_string(v) && !strcmp(json_string_value(v), "v1");
-    if (!name || !strchr(name, '.'))
-      snprintf(err, len, "webhooks[%zu].name: Invalid value: \"%s\": should "
-               "be a domain with at least three segments separated by dots",
-               i, name ? name : "");
-    else if (!se || (strcmp(se, "None") && strcmp(se, "NoneOnDryRun")))
-      snprintf(err, len, "webhooks[%zu].sideEffects: Unsupported value: "
-               "\"%s\": supported values: \"None\", \"NoneOnDryRun\"", i,
-               se ? se : "");
-    else if (!v1)
-      snprintf(err, len, "webhooks[%zu].admissionReviewVersions: Invalid "
-               "value: must include at least one of v1", i);
-    else if (!json_is_string(json_object_get(cc, "url")))
-      snprintf(err, len, "webhooks[%zu].clientConfig.url: Required value: "
-               "gpuq-sim calls webhooks by url only (it routes no "
-               "Services)", i);
-    else
-      continue;
-    return -1;
-  }
-  return 0;
-}
-
-static int in_list(const json_t *list, const char *v)
-{
-  const json_t *e;
-  size_t i;
-
-  json_array_foreach((json_t *)list, i, e) {
-    const char *s = json_string_value(e);
-
-    if (s && (!strcmp(s, "*") || !strcmp(s, v)))
+    if (s && (!strcmp(s, "*") || !strcmp(s, want)))
       return 1;
   }
   return 0;
 }
 
-/* rules[].resources entry res against resource (plural) and sub ("" none). */
-static int res_match(const char *res, const char *plural, const char *sub)
+/* Does resource pattern p ("pods", "pods/status", "*", "*\/status",
+ * "pods/\*", "*\/\*") name plural with subresource sub? */
+static int res_match(const char *p, const char *plural, const char *sub)
 {
-  const char *slash = strchr(res, '/');
-  size_t n = slash ? (size_t)(slash - res) : strlen(res);
-  int main_ok = (n == 1 && *res == '*') ||
-                (n == strlen(plural) && !strncmp(res, plural, n));
+  const char *slash = strchr(p, '/');
+  size_t n = slash ? (size_t)(slash - p) : strlen(p);
 
-  if (!main_ok)
+  if (!(n == 1 && p[0] == '*') &&
+      !(strlen(plural) == n && !strncmp(p, plural, n)))
     return 0;
   if (!slash)
-    return *sub == '\0';
+    return !*sub;
   return !strcmp(slash + 1, "*") || !strcmp(slash + 1, sub);
 }
 
-static int rule_match(const json_t *rule, const struct gq_sim_req *r,
-                      const char *op)
+/* Does one of the webhook's rules match the request? */
+static int rules_match(const json_t *hook, const struct gq_sim_req *r,
+                       const char *op)
 {
-  const char *scope = json_string_value(json_object_get(rule, "scope"));
-  const json_t *res = json_object_get(rule, "resources"), *e;
-  size_t i;
+  const json_t *rules = json_object_get(hook, "rules"), *rule, *res;
+  size_t i, j;
 
-  if (!in_list(json_object_get(rule, "apiGroups"), r->k->group) ||
-      !in_list(json_object_get(rule, "apiVersions"), r->k->version) ||
-      !in_list(json_object_get(rule, "operations"), op))
-    return 0;
-  if (scope && !strcmp(scope, "Cluster") && r->k->namespaced)
-    return 0;
-  if (scope && !strcmp(scope, "Namespaced") && !r->k->namespaced)
-    return 0;
-  json_array_foreach((json_t *)res, i, e)
-    if (json_is_string(e) &&
-        res_match(json_string_value(e), r->k->plural, r->sub))
+  json_array_foreach((json_t *)rules, i, rule) {
+    const char *scope = json_string_value(json_object_get(rule, "scope"));
+    int any = 0;
+
+    if (!has_str(json_object_get(rule, "apiGroups"), r->k->group) ||
+        !has_str(json_object_get(rule, "apiVersions"), r->k->version) ||
+        !has_str(json_object_get(rule, "operations"), op))
+      continue;
+    if (scope && ((!strcmp(scope, "Cluster") && r->k->namespaced) ||
+                  (!strcmp(scope, "Namespaced") && !r->k->namespaced)))
+      continue;
+    json_array_foreach(json_object_get(rule, "resources"), j, res)
+      any |= json_is_string(res) &&
+             res_match(json_string_value(res), r->k->plural, r->sub);
+    if (any)
       return 1;
+  }
   return 0;
 }
 
-/* A LabelSelector (absent: everything) against labels. */
-static int selects(const json_t *sel, const json_t *labels)
+/* Does label selector sel (LabelSelector JSON; NULL = everything) match
+ * the labels of obj? A selector that does not parse matches nothing. */
+static int sel_match(const json_t *sel, const json_t *obj)
 {
   struct gq_labelsel *ls;
   char err[256];
-  int ok;
+  int m;
 
-  if (!json_is_object(sel) || json_object_size(sel) == 0)
+  if (!sel)
     return 1;
   if (gq_labelsel_from_json(sel, &ls, err, sizeof(err)) != 0)
-    return 0; /* an invalid selector matches nothing */
-  ok = gq_labelsel_match(ls, labels);
-  gq_labelsel_free(ls);
-  return ok;
-}
-
-static const json_t *labels_of(const json_t *obj)
-{
-  return json_object_get(json_object_get(obj, "metadata"), "labels");
-}
-
-static int hook_match(struct gq_sim *s, const json_t *w,
-                      const struct gq_sim_req *r, const char *op,
-                      const json_t *obj, const json_t *old)
-{
-  const json_t *rules = json_object_get(w, "rules"), *rule;
-  const json_t *nss = json_object_get(w, "namespaceSelector");
-  size_t i;
-  int any = 0;
-
-  json_array_foreach((json_t *)rules, i, rule)
-    any |= rule_match(rule, r, op);
-  if (!any)
     return 0;
-  if (r->k->namespaced && *r->ns) {
-    struct gq_sim_kind *nk = gq_sim_kind_find(s, "", "v1", "namespaces");
-    const json_t *ns = nk ? gq_sim_get(nk, NULL, r->ns) : NULL;
+  m = gq_labelsel_match(ls, json_object_get(json_object_get(obj, "metadata"),
+                                            "labels"));
+  gq_labelsel_free(ls);
+  return m;
+}
 
-    if (!selects(nss, ns ? labels_of(ns) : NULL))
+/* Matching as the apiserver does: rules, then namespaceSelector over the
+ * labels of the object's namespace (cluster-scoped objects other than
+ * namespaces always pass), then objectSelector over the new object or the
+ * old one (either passing is enough). */
+static int hook_matches(const json_t *hook, const struct admit_ctx *c)
+{
+  const json_t *nsel = json_object_get(hook, "namespaceSelector");
+  const json_t *osel = json_object_get(hook, "objectSelector");
+
+  if (!rules_match(hook, &c->r, c->op))
+    return 0;
+  if (nsel && c->r.k->namespaced) {
+    struct gq_sim_kind *nsk = gq_sim_kind_find(c->r.s, "", "v1",
+                                               "namespaces");
+
+    if (!sel_match(nsel, gq_sim_get(nsk, NULL, c->r.ns)))
+      return 0;
+  } else if (nsel && !strcmp(c->r.k->plural, "namespaces") && !*c->r.k->group) {
+    if (!sel_match(nsel, c->obj ? c->obj : c->old))
       return 0;
   }
-  return selects(json_object_get(w, "objectSelector"), labels_of(obj)) ||
-         (old && selects(json_object_get(w, "objectSelector"),
-                         labels_of(old)));
+  return !osel || (c->obj && sel_match(osel, c->obj)) ||
+         (c->old && sel_match(osel, c->old));
 }
 
-/* ---- the chain ---------------------------------------------------------- */
-
-struct hook {
-  json_t *w;     /* the webhook (a reference) */
-  int mutating;
-};
-
-struct chain {
-  struct gq_sim_req r; /* a copy: the request waits for the chain */
-  char op[16];
-  json_t *obj;         /* owned: the object as patched so far */
-  json_t *old;         /* owned, or NULL */
-  struct hook *hooks;
-  size_t n, next;
-  gq_sim_admit_cont cont;
-  char uid[40];
-  unsigned char *ca;   /* the current call's CA (owned) */
-  size_t ca_len;
-  struct gq_hclient_tls tls;
-};
-
-static void collect(struct gq_sim *s, struct chain *ch, const char *plural,
-                    int mutating)
+/* The webhooks of every configuration of 'plural' that match, in order. */
+static json_t *collect(struct admit_ctx *c, const char *plural)
 {
-  struct gq_sim_kind *k = gq_sim_kind_find(s, GROUP, "v1", plural);
-  json_t *cfgs = k ? gq_sim_list(k, NULL) : NULL, *cfg, *w;
+  struct gq_sim_kind *k = gq_sim_kind_find(c->r.s, "admissionregistration.k8s.io",
+                                           "v1", plural);
+  json_t *cfgs = k ? gq_sim_list(k, NULL) : json_array(), *cfg, *h;
+  json_t *out = json_array();
   size_t i, j;
 
-  json_array_foreach(cfgs, i, cfg) /* sorted by name */
-    json_array_foreach(json_object_get(cfg, "webhooks"), j, w) {
-      if (!hook_match(s, w, &ch->r, ch->op, ch->obj, ch->old))
-        continue;
-      ch->hooks = gq_xrealloc(ch->hooks, (ch->n + 1) * sizeof(*ch->hooks));
-      ch->hooks[ch->n].w = json_incref(w);
-      ch->hooks[ch->n++].mutating = mutating;
-    }
+  json_array_foreach(cfgs, i, cfg) {
+    json_array_foreach(json_object_get(cfg, "webhooks"), j, h)
+      if (hook_matches(h, c))
+        json_array_append(out, h);
+  }
   json_decref(cfgs);
+  return out;
 }
 
-static void chain_free(struct chain *ch)
+/* The AdmissionReview of the call (new reference). */
+static json_t *review(const struct admit_ctx *c)
 {
-  for (size_t i = 0; i < ch->n; i++)
-    json_decref(ch->hooks[i].w);
-  free(ch->hooks);
-  json_decref(ch->obj);
-  json_decref(ch->old);
-  free(ch->ca);
-  free(ch);
-}
-
-static json_t *review(const struct chain *ch)
-{
-  const struct gq_sim_req *r = &ch->r;
+  const struct gq_sim_req *r = &c->r;
+  const char *dr = r->http ? gq_http_query(r->http, "dryRun") : NULL;
   json_t *gvk = json_pack("{s:s, s:s, s:s}", "group", r->k->group, "version",
                           r->k->version, "kind", r->k->kind);
-  json_t *gvr = json_pack("{s:s, s:s, s:s}", "group", r->k->group,
-                          "version", r->k->version, "resource",
-                          r->k->plural);
+  json_t *gvr = json_pack("{s:s, s:s, s:s}", "group", r->k->group, "version",
+                          r->k->version, "resource", r->k->plural);
   json_t *req = json_pack(
-      "{s:s, s:O, s:O, s:o, s:o, s:s, s:s, s:s, s:o, s:O, s:b}", "uid",
-      ch->uid, "kind", gvk, "resource", gvr, "requestKind", gvk,
-      "requestResource", gvr, "name", gq_meta_str(ch->obj, "name"),
-      "namespace", r->ns, "operation", ch->op, "userInfo",
-      user_info(r->user ? r->user : &admin), "object", ch->obj, "dryRun", 0);
+      "{s:s, s:O, s:O, s:O, s:O, s:s, s:s, s:o, s:b}", "uid", c->uid, "kind",
+      gvk, "resource", gvr, "requestKind", gvk, "requestResource", gvr,
+      "name", r->name, "operation", c->op, "userInfo",
+      gq_sim_user_info(r->user ? r->user : &gq_sim_user_admin, NULL),
+      "dryRun", dr && !strcmp(dr, "All"));
 
   if (*r->sub)
     json_object_set_new(req, "subResource", json_string(r->sub));
-  json_object_set(req, "oldObject", ch->old ? ch->old : json_null());
+  if (r->k->namespaced)
+    json_object_set_new(req, "namespace", json_string(r->ns));
+  json_object_set(req, "object", c->obj ? c->obj : json_null());
+  json_object_set(req, "oldObject", c->old ? c->old : json_null());
+  json_decref(gvk);
+  json_decref(gvr);
   return json_pack("{s:s, s:s, s:o}", "apiVersion", "admission.k8s.io/v1",
                    "kind", "AdmissionReview", "request", req);
 }
 
-static void step(struct chain *ch);
-
-static const char *hook_name(const struct chain *ch)
+/* Takes c off s->admits (where it is while a call is out). */
+static void unlink_ctx(struct admit_ctx *c)
 {
-  return json_string_value(json_object_get(ch->hooks[ch->next].w, "name"));
+  struct admit_ctx **pp = (struct admit_ctx **)&c->r.s->admits;
+
+  while (*pp && *pp != c)
+    pp = &(*pp)->next_ctx;
+  if (*pp)
+    *pp = c->next_ctx;
+  c->call = NULL;
 }
 
-/* The call of the current webhook failed (why): refused under
- * failurePolicy Fail, skipped under Ignore. */
-static void call_failed(struct chain *ch, const char *why)
+static void ctx_free(struct admit_ctx *c)
 {
-  const json_t *w = ch->hooks[ch->next].w;
-  const char *fp = json_string_value(json_object_get(w, "failurePolicy"));
-  const char *url = json_string_value(json_object_get(
-      json_object_get(w, "clientConfig"), "url"));
+  json_decref(c->old);
+  json_decref(c->obj);
+  json_decref(c->hooks);
+  free(c->ca);
+  free(c);
+}
+
+static const char *hook_name(const struct admit_ctx *c)
+{
+  return json_string_value(json_object_get(json_array_get(c->hooks, c->next),
+                                           "name"));
+}
+
+/* Ends the chain: refuses with code and msg (the request is answered). */
+static void refuse(struct admit_ctx *c, int code, const char *reason,
+                   const char *msg)
+{
+  if (c->r.refused)
+    c->r.refused(&c->r, code, msg, c->arg);
+  else
+    gq_sim_status(c->r.http, code,
+                  reason ? reason : gq_sim_reason_for(code), msg, NULL);
+  ctx_free(c);
+}
+
+static void call_next(struct admit_ctx *c);
+
+/* A webhook could not be called or answered nonsense: failurePolicy
+ * Ignore goes on as if it allowed; Fail (the default) refuses with 500. */
+static void call_failed(struct admit_ctx *c, const char *why)
+{
+  const json_t *h = json_array_get(c->hooks, c->next);
+  const char *fp = json_string_value(json_object_get(h, "failurePolicy"));
+  const char *url = json_string_value(
+      json_object_get(json_object_get(h, "clientConfig"), "url"));
   char msg[1500];
 
-  GQ_LOG(GQ_INFO, &lc, "webhook %s: %s", hook_name(ch), why);
   if (fp && !strcmp(fp, "Ignore")) {
-    ch->next++;
-    step(ch);
+    c->next++;
+    call_next(c);
     return;
   }
   snprintf(msg, sizeof(msg), "Internal error occurred: failed calling "
            "webhook \"%s\": failed to call webhook: Post \"%s\": %s",
-           hook_name(ch), url ? url : "", why);
-  gq_sim_status(ch->r.http, 500, "InternalError", msg, NULL);
-  chain_free(ch);
+           hook_name(c), url ? url : "", why);
+  refuse(c, 500, "InternalError", msg);
 }
 
-static void denied(struct chain *ch, const json_t *st)
+/* Applies a mutating webhook's response patch to c->obj. Returns 0 or -1
+ * with why. */
+static int apply_response_patch(struct admit_ctx *c, const json_t *resp,
+                                char *why, size_t len)
 {
-  const char *m = json_string_value(json_object_get(st, "message"));
-  json_int_t code = json_integer_value(json_object_get(st, "code"));
-  char msg[1500];
-
-  if (code < 400)
-    code = 400;
-  snprintf(msg, sizeof(msg), "admission webhook \"%s\" denied the request%s%s",
-           hook_name(ch), m && *m ? ": " : " without explanation",
-           m && *m ? m : "");
-  gq_sim_status(ch->r.http, (int)code, code == 403 ? "Forbidden"
-                : code == 400 ? "BadRequest" : "", msg, NULL);
-  chain_free(ch);
-}
-
-/* Applies the response's JSONPatch to ch->obj. Returns 0, or -1 with why. */
-static int apply(struct chain *ch, const json_t *resp, char *why, size_t len)
-{
-  const char *pt = json_string_value(json_object_get(resp, "patchType"));
   const char *b64 = json_string_value(json_object_get(resp, "patch"));
-  unsigned char *bin = NULL;
-  size_t n = 0;
-  json_t *ops, *out;
-  int rc;
+  const char *pt = json_string_value(json_object_get(resp, "patchType"));
+  unsigned char *raw;
+  size_t n;
+  json_t *ops, *out = NULL;
 
-  if (!b64)
+  if (!b64 || !c->mutating || !c->obj)
     return 0;
-  if (!ch->hooks[ch->next].mutating || !pt || strcmp(pt, "JSONPatch")) {
-    snprintf(why, len, "a patch from a %s webhook (patchType \"%s\")",
-             ch->hooks[ch->next].mutating ? "mutating" : "validating",
-             pt ? pt : "");
+  if ((pt && strcmp(pt, "JSONPatch")) ||
+      gq_b64_decode(b64, strlen(b64), &raw, &n) != 0) {
+    snprintf(why, len, "the response's patch is not a base64 JSONPatch");
     return -1;
   }
-  if (gq_b64_decode(b64, strlen(b64), &bin, &n) != 0 ||
-      !(ops = json_loadb((const char *)bin, n, 0, NULL))) {
-    free(bin);
-    snprintf(why, len, "response.patch is not base64 of a JSON array");
+  ops = json_loadb((const char *)raw, n, 0, NULL);
+  free(raw);
+  if (!ops || gq_patch_json(c->obj, ops, &out, why, len) != 0) {
+    if (!ops)
+      snprintf(why, len, "the response's patch is not JSON");
+    json_decref(ops);
     return -1;
   }
-  free(bin);
-  rc = gq_patch_json(ch->obj, ops, &out, why, len);
   json_decref(ops);
-  if (rc != 0)
-    return -1;
-  json_decref(ch->obj);
-  ch->obj = out;
+  json_decref(c->obj);
+  c->obj = out;
   return 0;
 }
 
-static void answered(int rc, long status, const char *body, size_t len,
-                     const char *retry_after, const char *err, void *arg)
+/* A webhook answered allowed=false: the request is refused with the
+ * response status's code (400 below 400; the sim caps it at 599) and the
+ * apiserver's wording (webhook/errors ToStatusErr: the message, else the
+ * reason, else "without explanation"). */
+static void denied(struct admit_ctx *c, const json_t *resp)
 {
-  struct chain *ch = arg;
-  json_t *doc = NULL;
-  const json_t *resp;
+  const json_t *st = json_object_get(resp, "status");
+  const char *m = json_string_value(json_object_get(st, "message"));
+  const char *reason = json_string_value(json_object_get(st, "reason"));
+  json_int_t code = json_integer_value(json_object_get(st, "code"));
+  char msg[1500];
+
+  if ((m && *m) || (reason && *reason)) /* ToStatusErr's order */
+    snprintf(msg, sizeof(msg), "admission webhook \"%s\" denied the "
+             "request: %s", hook_name(c), m && *m ? m : reason);
+  else
+    snprintf(msg, sizeof(msg), "admission webhook \"%s\" denied the "
+             "request without explanation", hook_name(c));
+  refuse(c, code >= 400 && code < 600 ? (int)code : 400, reason, msg);
+}
+
+static void on_review(int rc, long status, const char *body, size_t len,
+                      const char *retry_after, const char *err, void *arg)
+{
+  struct admit_ctx *c = arg;
+  json_t *rv, *resp;
   const char *uid;
   char why[600];
 
   (void)retry_after;
-  if (rc == GQ_ECANCELED) {
-    chain_free(ch);
+  unlink_ctx(c);
+  if (c->stopped) { /* answered already: the sim is stopping */
+    ctx_free(c);
     return;
   }
-  if (rc != 0) {
-    call_failed(ch, err && *err ? err : "no answer");
-    return;
-  }
-  doc = json_loadb(body, len, 0, NULL);
-  resp = json_object_get(doc, "response");
+  rv = rc == 0 ? json_loadb(body, len, 0, NULL) : NULL;
+  resp = json_object_get(rv, "response");
   uid = json_string_value(json_object_get(resp, "uid"));
-  if (status != 200 || !json_is_object(resp)) {
-    snprintf(why, sizeof(why), "expected a 200 AdmissionReview response, "
-             "got HTTP %ld", status);
-    call_failed(ch, why);
-  } else if (!uid || strcmp(uid, ch->uid)) {
-    snprintf(why, sizeof(why), "expected response.uid \"%s\", got \"%s\"",
-             ch->uid, uid ? uid : "");
-    call_failed(ch, why);
-  } else if (!json_is_true(json_object_get(resp, "allowed"))) {
-    denied(ch, json_object_get(resp, "status"));
-  } else if (apply(ch, resp, why, sizeof(why)) != 0) {
-    call_failed(ch, why);
-  } else {
-    ch->next++;
-    step(ch);
+  free(c->ca);
+  c->ca = NULL;
+  if (rc != 0)
+    snprintf(why, sizeof(why), "%s", err && *err ? err : "call failed");
+  else if (status != 200)
+    snprintf(why, sizeof(why), "the server responded with status %ld",
+             status);
+  else if (!json_is_object(resp) || !uid || strcmp(uid, c->uid))
+    snprintf(why, sizeof(why), "expected response.uid=\"%s\", got \"%s\"",
+             c->uid, uid ? uid : "");
+  else if (!json_is_true(json_object_get(resp, "allowed"))) {
+    denied(c, resp);
+    json_decref(rv);
+    return;
+  } else if (apply_response_patch(c, resp, why, sizeof(why)) == 0) {
+    json_decref(rv);
+    c->next++;
+    call_next(c);
+    return;
   }
-  json_decref(doc);
+  json_decref(rv);
+  call_failed(c, why);
 }
 
-/* Calls webhook ch->next, or ends the chain (ch->cont). */
-static void step(struct chain *ch)
+/* Calls webhook c->next: POST of the AdmissionReview to clientConfig.url,
+ * trusting caBundle, within timeoutSeconds (default 10). */
+static void call_hook(struct admit_ctx *c, const json_t *h)
 {
-  struct gq_sim *s = ch->r.s;
-  const json_t *w, *cc;
-  const char *ca64;
-  json_int_t t;
+  const json_t *cc = json_object_get(h, "clientConfig");
+  const char *url = json_string_value(json_object_get(cc, "url"));
+  const char *ca = json_string_value(json_object_get(cc, "caBundle"));
+  json_t *to = json_object_get(h, "timeoutSeconds");
   struct gq_hclient_opts o = {0};
   json_t *rv;
   char *body;
 
-  if (ch->next == ch->n) {
-    json_t *obj = json_incref(ch->obj);
-
-    ch->cont(&ch->r, obj);
-    chain_free(ch);
+  if (!url) {
+    call_failed(c, "clientConfig.service is not supported by gpuq-sim; "
+                   "give clientConfig.url");
     return;
   }
-  w = ch->hooks[ch->next].w;
-  cc = json_object_get(w, "clientConfig");
-  ca64 = json_string_value(json_object_get(cc, "caBundle"));
-  free(ch->ca);
-  ch->ca = NULL;
-  ch->ca_len = 0;
-  if (ca64 && gq_b64_decode(ca64, strlen(ca64), &ch->ca, &ch->ca_len)) {
-    call_failed(ch, "clientConfig.caBundle is not base64");
-    return;
+  memset(&c->tls, 0, sizeof(c->tls));
+  if (ca && gq_b64_decode(ca, strlen(ca), &c->ca, &c->ca_len) == 0) {
+    c->tls.ca = c->ca;
+    c->tls.ca_len = c->ca_len;
   }
-  ch->tls = (struct gq_hclient_tls){ch->ca, ch->ca_len, 0, NULL, NULL, NULL,
-                                    0, 0};
-  t = json_integer_value(json_object_get(w, "timeoutSeconds"));
-  if (!s->hc && gq_hclient_new(s->loop, "gpuq-sim", &s->hc) != 0) {
-    call_failed(ch, "cannot start an HTTP client");
-    return;
-  }
-  gq_sim_uuid(ch->uid);
-  rv = review(ch);
+  gq_sim_uuid(c->uid);
+  rv = review(c);
   body = json_dumps(rv, JSON_COMPACT);
   json_decref(rv);
   o.method = "POST";
-  o.url = json_string_value(json_object_get(cc, "url"));
+  o.url = url;
   o.body = body;
   o.body_len = strlen(body);
   o.content_type = "application/json";
-  o.tls = &ch->tls;
-  o.timeout_ms = (t >= 1 && t <= 30 ? t : 10) * 1000;
-  o.max_body = 8u << 20;
-  if (!gq_hclient_do(s->hc, &o, NULL, answered, ch))
-    call_failed(ch, "the webhook's url cannot be called");
+  o.tls = &c->tls;
+  o.timeout_ms = (json_is_integer(to) ? (long)json_integer_value(to) : 10) *
+                 1000;
+  o.max_body = MAX_REVIEW_BODY;
+  c->call = gq_hclient_do(c->r.s->hclient, &o, NULL, on_review, c);
   free(body);
+  if (!c->call) {
+    call_failed(c, "bad webhook URL");
+    return;
+  }
+  c->next_ctx = c->r.s->admits;
+  c->r.s->admits = c;
 }
 
-int gq_sim_admit(struct gq_sim_req *r, const char *op, json_t *obj,
-                 const json_t *old, gq_sim_admit_cont cont)
+/* Runs the next webhook, or moves from the mutating to the validating
+ * ones, or ends the chain with the callback. */
+static void call_next(struct admit_ctx *c)
 {
-  struct chain *ch = gq_xcalloc(1, sizeof(*ch));
+  const json_t *h = json_array_get(c->hooks, c->next);
+  json_t *obj;
 
-  ch->r = *r;
-  snprintf(ch->op, sizeof(ch->op), "%s", op);
-  ch->obj = obj;
-  ch->old = old ? json_deep_copy(old) : NULL;
-  ch->cont = cont;
-  if (strcmp(r->k->group, GROUP)) { /* configurations are not admitted */
-    collect(r->s, ch, "mutatingwebhookconfigurations", 1);
-    collect(r->s, ch, "validatingwebhookconfigurations", 0);
+  if (h) {
+    call_hook(c, h);
+    return;
   }
-  if (ch->n == 0) {
-    ch->obj = NULL;
-    chain_free(ch);
+  if (c->mutating) {
+    json_decref(c->hooks);
+    c->mutating = 0;
+    c->next = 0;
+    c->hooks = collect(c, "validatingwebhookconfigurations");
+    call_next(c);
+    return;
+  }
+  obj = c->obj;
+  c->obj = NULL;
+  c->cb(&c->r, obj, c->arg);
+  ctx_free(c);
+}
+
+void gq_sim_admit(struct gq_sim_req *r, const char *op, const json_t *old,
+                  json_t *obj, gq_sim_admit_cb cb, void *arg)
+{
+  struct admit_ctx *c = gq_xcalloc(1, sizeof(*c));
+
+  c->r = *r;
+  snprintf(c->op, sizeof(c->op), "%s", op);
+  c->old = old ? json_deep_copy(old) : NULL;
+  c->obj = obj;
+  c->cb = cb;
+  c->arg = arg;
+  c->mutating = 1;
+  c->hooks = collect(c, "mutatingwebhookconfigurations");
+  if (json_array_size(c->hooks) == 0) {
+    json_decref(c->hooks);
+    c->mutating = 0;
+    c->hooks = collect(c, "validatingwebhookconfigurations");
+    if (json_array_size(c->hooks) == 0) {
+      c->obj = NULL;
+      cb(r, obj, arg); /* nothing to call: no copy, no wait */
+      ctx_free(c);
+      return;
+    }
+  }
+  if (!r->s->hclient && gq_hclient_new(r->s->loop, "gpuq-sim",
+                                       &r->s->hclient) != 0) {
+    refuse(c, 500, "InternalError", "Internal error occurred: cannot "
+           "create the webhook client");
+    return;
+  }
+  call_next(c);
+}
+
+void gq_sim_admission_stop(struct gq_sim *s)
+{
+  for (struct admit_ctx *c = s->admits; c; c = c->next_ctx) {
+    if (c->stopped)
+      continue;
+    c->stopped = 1;
+    if (c->r.refused)
+      c->r.refused(&c->r, 503, "the server is shutting down", c->arg);
+    else
+      gq_sim_status(c->r.http, 503, "ServiceUnavailable",
+                    "the server is shutting down", NULL);
+  }
+}
+
+/* One webhook of a configuration: the checks the apiserver makes on
+ * create and update (ValidateMutatingWebhookConfiguration). */
+static int check_hook(const json_t *h, size_t i, char *err, size_t len)
+{
+  const char *se = json_string_value(json_object_get(h, "sideEffects"));
+  const json_t *to = json_object_get(h, "timeoutSeconds");
+  const json_t *cc = json_object_get(h, "clientConfig");
+
+  if (!json_string_value(json_object_get(h, "name")))
+    snprintf(err, len, "webhooks[%zu].name: Required value", i);
+  else if (!se || (strcmp(se, "None") && strcmp(se, "NoneOnDryRun")))
+    snprintf(err, len, "webhooks[%zu].sideEffects: Unsupported value: "
+             "\"%s\": supported values: \"None\", \"NoneOnDryRun\"", i,
+             se ? se : "");
+  else if (!has_str(json_object_get(h, "admissionReviewVersions"), "v1"))
+    snprintf(err, len, "webhooks[%zu].admissionReviewVersions: Invalid "
+             "value: must include at least one of v1", i);
+  else if (to && (!json_is_integer(to) || json_integer_value(to) < 1 ||
+                  json_integer_value(to) > 30))
+    snprintf(err, len, "webhooks[%zu].timeoutSeconds: Invalid value: the "
+             "timeout value must be between 1 and 30 seconds", i);
+  else if (!json_object_get(cc, "url") && !json_object_get(cc, "service"))
+    snprintf(err, len, "webhooks[%zu].clientConfig: Required value: exactly "
+             "one of url or service is required", i);
+  else
     return 0;
-  }
-  step(ch);
-  return 1;
+  return -1;
+}
+
+int gq_sim_webhook_config_check(const struct gq_sim_kind *k,
+                                const json_t *obj, char *err, size_t len)
+{
+  const json_t *h;
+  size_t i;
+
+  if (strcmp(k->group, "admissionregistration.k8s.io"))
+    return 0;
+  json_array_foreach(json_object_get(obj, "webhooks"), i, h)
+    if (check_hook(h, i, err, len) != 0)
+      return -1;
+  return 0;
 }

@@ -93,7 +93,9 @@ void gq_sim_check_account(struct gq_sim *s, const json_t *pod, int sign)
   const char *att = gq_meta_obj_label(pod, GQ_LBL_ATTEMPT);
   json_t *per, *v;
 
-  if (!pod || !holds(pod))
+  /* only gpuq's own pods: a pod admitted outside GpuJobs (a batch/v1 Job's,
+   * a user's) holds nothing a team's quota or a job's attempts count */
+  if (!pod || !holds(pod) || !gq_meta_obj_label(pod, GQ_LBL_JOB))
     return;
   if (team) {
     v = json_object_get(e->team_used, team);
@@ -207,7 +209,7 @@ static void check_quota(struct gq_sim *s, const json_t *pod)
 void gq_sim_check_pod(struct gq_sim *s, const json_t *old, const json_t *pod,
                       int deleted)
 {
-  if (deleted || !gq_meta_obj_label(pod, "gpuq.dev/job"))
+  if (deleted || !gq_meta_obj_label(pod, GQ_LBL_JOB))
     return;
   if (!old) {
     check_generations(s, pod);

@@ -115,8 +115,6 @@ struct gq_sim_engine {
   json_t *team_used;    /* team -> GPUs its pods hold (checker) */
   json_t *attempts;     /* job uid -> {attempt: live pods} (checker) */
   json_t *starting;     /* pod uid -> virtual ms its delayed start is due */
-  json_t *jobs_dirty;   /* set of batch/v1 Job keys to reconcile (jobs.c) */
-  uv_timer_t jobs_kick; /* runs jobs_dirty soon */
   struct gq_sim_pod *pods;
   struct gq_sim_node *nodes;
   struct gq_sim_report *report;
@@ -136,17 +134,6 @@ void gq_sim_engine_release(struct gq_sim *s);
 void gq_sim_engine_observe(struct gq_sim *s, const struct gq_sim_event *ev,
                            void *arg);
 
-/* jobs.c: the batch/v1 Job controller and the update rules of scheduling
- * gates. gq_sim_jobs_init registers its store observer (after the
- * engine's) and timer; _close stops the timer (run the loop), _release
- * frees the rest. */
-void gq_sim_jobs_init(struct gq_sim_engine *e);
-void gq_sim_jobs_close(struct gq_sim_engine *e);
-void gq_sim_jobs_release(struct gq_sim_engine *e);
-/* The store observer: a Job's change, or a change of a pod a Job owns,
- * has the Job reconciled soon. arg is unused. */
-void gq_sim_jobs_observe(struct gq_sim *s, const struct gq_sim_event *ev,
-                         void *arg);
 /* Runs one due timed entry t (borrowed; timers.c frees it afterwards). */
 void gq_sim_engine_run_tev(struct gq_sim_engine *e, const struct gq_tev *t);
 

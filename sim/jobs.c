@@ -1,36 +1,28 @@
-/* sim/jobs.c - batch/v1 Jobs and pod scheduling gates, as kube-apiserver
- * and kube-controller-manager's Job controller treat them, for the
- * workloads gpuq queues without creating them (docs/integrations.md).
- *
- * The Job controller (pkg/controller/job, the Job API reference): while a
- * Job is neither suspended nor finished it keeps min(parallelism,
- * completions - succeeded) pods active, made from its template and owned
- * by it; a failed pod is replaced until more than spec.backoffLimit have
- * failed (condition Failed, reason BackoffLimitExceeded); once
- * spec.completions pods succeeded (any one, when completions is unset) the
- * Job gets SuccessCriteriaMet and Complete. spec.suspend deletes its active
- * pods (condition Suspended) and unsuspending makes them again. It runs on
- * the store's changes like the sim's kubelet, in the same loop.
- *
- * Scheduling gates (KEP-3521) and the mutable scheduling directives of a
- * gated pod (KEP-3838) and of a suspended Job that has not started
- * (KEP-2926) are update rules: gq_sim_pod_update_check and
- * gq_sim_job_update_check.
- */
-#include "sim/engine.h"
-
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+/* sim/jobs.c - batch/v1 Jobs: the API server's defaults and template
+ * rules, and a Job controller (kube-controller-manager's, reduced to
+ * NonIndexed jobs; "Job" in the Kubernetes API reference, KEP-2232 for
+ * suspend, KEP-2926 for the mutable scheduling directives). The
+ * controller observes the store, marks Jobs dirty and reconciles them on
+ * the next loop turn from the stored state (level-based, like the
+ * engine), so pods run in the sim's virtual time through the kubelet. Its
+ * pod creates go through the admission webhooks as
+ * system:serviceaccount:kube-system:job-controller; its status writes
+ * do not. */
+#include "sim/server.h"
 
 #include "api/meta.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
 
-static const struct gq_lc lc = {"sim", "jobs", NULL};
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-#define JOBS_PER_TURN 64 /* bounded work per loop turn (STYLE) */
+#define LBL_UID "batch.kubernetes.io/controller-uid"
+#define LBL_NAME "batch.kubernetes.io/job-name"
+
+static const struct gq_lc lc = {"sim", "jobs", NULL};
 
 static struct gq_sim_kind *jobs_kind(struct gq_sim *s)
 {
@@ -42,149 +34,275 @@ static struct gq_sim_kind *pods_kind(struct gq_sim *s)
   return gq_sim_kind_find(s, "", "v1", "pods");
 }
 
-/* ---- update rules ------------------------------------------------------ */
-
-static int has_gate(const json_t *gates, const char *name)
+/* String member key of o, or "" (never NULL). */
+static const char *sv(const json_t *o, const char *key)
 {
-  const json_t *g;
-  size_t i;
+  const char *v = json_string_value(json_object_get(o, key));
 
-  json_array_foreach((json_t *)gates, i, g) {
-    const char *n = json_string_value(json_object_get(g, "name"));
-
-    if (n && !strcmp(n, name))
-      return 1;
-  }
-  return 0;
+  return v ? v : "";
 }
 
-/* spec without the fields a gated pod may change. */
-static json_t *fixed_spec(const json_t *spec)
+int gq_sim_is_job(const struct gq_sim_kind *k)
 {
-  json_t *s = json_deep_copy(spec);
-
-  json_object_del(s, "schedulingGates");
-  json_object_del(s, "nodeSelector");
-  json_object_del(s, "affinity");
-  json_object_del(s, "tolerations");
-  return s;
+  return !strcmp(k->group, "batch") && !strcmp(k->plural, "jobs");
 }
 
-int gq_sim_pod_update_check(const json_t *cur, const json_t *next, char *err,
-                            size_t len)
+static void set_default(json_t *o, const char *key, json_t *v)
+{
+  if (!json_object_get(o, key))
+    json_object_set(o, key, v);
+  json_decref(v);
+}
+
+void gq_sim_job_defaults(json_t *job)
+{
+  json_t *spec = json_object_get(job, "spec");
+  json_t *tmpl = json_object_get(spec, "template"), *tm, *labels, *sel;
+  const char *uid = gq_meta_str(job, "uid"), *name = gq_meta_str(job, "name");
+
+  if (!json_is_object(spec))
+    return;
+  set_default(spec, "parallelism", json_integer(1));
+  set_default(spec, "backoffLimit", json_integer(6));
+  set_default(spec, "suspend", json_false());
+  set_default(spec, "completionMode", json_string("NonIndexed"));
+  if (!json_is_object(tmpl))
+    json_object_set_new(spec, "template", tmpl = json_object());
+  if (!json_is_object(tm = json_object_get(tmpl, "metadata")))
+    json_object_set_new(tmpl, "metadata", tm = json_object());
+  if (!json_is_object(labels = json_object_get(tm, "labels")))
+    json_object_set_new(tm, "labels", labels = json_object());
+  json_object_set_new(labels, LBL_UID, json_string(uid));
+  json_object_set_new(labels, LBL_NAME, json_string(name));
+  json_object_set_new(labels, "controller-uid", json_string(uid));
+  json_object_set_new(labels, "job-name", json_string(name));
+  sel = json_pack("{s:{s:s}}", "matchLabels", LBL_UID, uid);
+  set_default(spec, "selector", sel);
+  set_default(json_object_get(tmpl, "spec") ? json_object_get(tmpl, "spec")
+                                             : tmpl,
+              "restartPolicy", json_string("Never"));
+}
+
+int gq_sim_job_check_update(const json_t *cur, const json_t *next,
+                            char *err, size_t len)
 {
   const json_t *cs = json_object_get(cur, "spec");
   const json_t *ns = json_object_get(next, "spec");
-  const json_t *cg = json_object_get(cs, "schedulingGates");
-  const json_t *ng = json_object_get(ns, "schedulingGates"), *g;
-  json_t *a, *b;
-  size_t i;
-  int same;
-
-  json_array_foreach((json_t *)ng, i, g) {
-    const char *n = json_string_value(json_object_get(g, "name"));
-
-    if (n && !has_gate(cg, n)) {
-      snprintf(err, len, "spec.schedulingGates: Forbidden: only deletion is "
-               "allowed, but found new scheduling gate '%s'", n);
-      return -1;
-    }
-  }
-  if (json_array_size(cg) == 0) /* not gated: the directives are fixed */
-    return 0;
-  a = fixed_spec(cs);
-  b = fixed_spec(ns);
-  same = json_equal(a, b);
-  json_decref(a);
-  json_decref(b);
-  if (!same)
-    snprintf(err, len, "spec: Forbidden: a gated pod may change only its "
-             "scheduling gates (removing them), nodeSelector, affinity and "
-             "tolerations");
-  return same ? 0 : -1;
-}
-
-int gq_sim_job_update_check(const json_t *cur, const json_t *next, char *err,
-                            size_t len)
-{
-  const json_t *ct = json_object_get(json_object_get(cur, "spec"),
-                                     "template");
-  const json_t *nt = json_object_get(json_object_get(next, "spec"),
-                                     "template");
-  int suspended = json_is_true(json_object_get(json_object_get(cur, "spec"),
-                                               "suspend"));
-  int started = json_object_get(json_object_get(cur, "status"),
-                                "startTime") != NULL;
-  json_t *a, *b;
-  int same;
+  const json_t *ct = json_object_get(cs, "template");
+  const json_t *nt = json_object_get(ns, "template");
+  int never_started = !json_object_get(json_object_get(cur, "status"),
+                                       "startTime");
+  char *shown;
 
   if (json_equal((json_t *)ct, (json_t *)nt))
     return 0;
-  if (suspended && !started) { /* scheduling directives and metadata */
-    a = fixed_spec(json_object_get(ct, "spec"));
-    b = fixed_spec(json_object_get(nt, "spec"));
-    same = json_equal(a, b);
-    json_decref(a);
-    json_decref(b);
-    if (same)
-      return 0;
-  }
-  snprintf(err, len, "spec.template: Invalid value: the pod template: field "
-           "is immutable%s", suspended && !started ? " (a suspended Job "
-           "that has not started may change only its labels, annotations, "
-           "nodeSelector, affinity, tolerations and scheduling gates)" : "");
+  /* JobMutableNodeSchedulingDirectives: a suspended Job that never started
+   * may change its pods' scheduling directives (the sim lets the whole
+   * template change then) */
+  if (json_is_true(json_object_get(cs, "suspend")) && never_started)
+    return 0;
+  shown = json_dumps(nt, JSON_COMPACT);
+  snprintf(err, len, "spec.template: Invalid value: %.300s: field is "
+           "immutable", shown ? shown : "null");
+  free(shown);
   return -1;
 }
 
-/* ---- the Job controller ------------------------------------------------ */
+/* --- the controller --- */
 
-struct job_pods {
-  int active, succeeded, failed;
-  json_t *live; /* the active pods (references) */
+struct job_counts {
+  int64_t active, ready, succeeded, failed;
 };
 
-static int owned_by(const json_t *pod, const char *uid)
+static int is_mine(const json_t *pod, const char *uid)
 {
   const json_t *refs = json_object_get(json_object_get(pod, "metadata"),
                                        "ownerReferences"), *r;
   size_t i;
 
-  json_array_foreach((json_t *)refs, i, r) {
-    const char *u = json_string_value(json_object_get(r, "uid"));
-
-    if (u && !strcmp(u, uid))
+  json_array_foreach((json_t *)refs, i, r)
+    if (!strcmp(sv(r, "uid"), uid))
       return 1;
-  }
   return 0;
 }
 
-static void count_pods(struct gq_sim *s, const json_t *job,
-                       struct job_pods *c)
+static int is_ready(const json_t *pod)
+{
+  const json_t *cs = json_object_get(json_object_get(pod, "status"),
+                                     "conditions"), *c;
+  size_t i;
+
+  json_array_foreach((json_t *)cs, i, c)
+    if (!strcmp(sv(c, "type"),
+                "Ready") &&
+        !strcmp(sv(c, "status"), "True"))
+      return 1;
+  return 0;
+}
+
+/* Counts the Job's pods; with del, deletes the active ones. */
+static void count_pods(struct gq_sim *s, const json_t *job, int del,
+                       struct job_counts *n)
 {
   json_t *pods = gq_sim_list(pods_kind(s), gq_meta_str(job, "namespace"));
   const char *uid = gq_meta_str(job, "uid");
-  const json_t *p;
+  json_t *p;
   size_t i;
 
-  memset(c, 0, sizeof(*c));
-  c->live = json_array();
+  memset(n, 0, sizeof(*n));
   json_array_foreach(pods, i, p) {
-    const char *ph = json_string_value(json_object_get(
-        json_object_get(p, "status"), "phase"));
+    const char *ph = sv(json_object_get(p, "status"), "phase");
 
-    if (!owned_by(p, uid))
+    if (!is_mine(p, uid))
       continue;
-    if (ph && !strcmp(ph, "Succeeded")) {
-      c->succeeded++;
-    } else if (ph && !strcmp(ph, "Failed")) {
-      c->failed++;
-    } else if (!json_object_get(json_object_get(p, "metadata"),
-                                "deletionTimestamp")) {
-      c->active++;
-      json_array_append(c->live, (json_t *)p);
+    if (!strcmp(ph, "Succeeded"))
+      n->succeeded++;
+    else if (!strcmp(ph, "Failed"))
+      n->failed++;
+    else if (!json_object_get(json_object_get(p, "metadata"),
+                              "deletionTimestamp")) {
+      n->active++;
+      n->ready += is_ready(p);
+      if (del)
+        json_decref(gq_sim_delete(s, pods_kind(s),
+                                  gq_meta_str(p, "namespace"),
+                                  gq_meta_str(p, "name"), -1, 0));
     }
   }
   json_decref(pods);
+}
+
+/* Pods of a Job that admission has not answered yet (they count as
+ * active, like kube-controller-manager's expectations). */
+static void inflight_add(struct gq_sim *s, const char *job_uid, int d)
+{
+  json_int_t n = json_integer_value(json_object_get(s->jobs_inflight,
+                                                    job_uid)) + d;
+
+  if (n > 0)
+    json_object_set_new(s->jobs_inflight, job_uid, json_integer(n));
+  else
+    json_object_del(s->jobs_inflight, job_uid);
+}
+
+/* Admission let the pod (taken) through: it is stored. arg: the Job's uid
+ * (owned). */
+static void pod_admitted(struct gq_sim_req *r, json_t *pod, void *arg)
+{
+  char err[256];
+
+  inflight_add(r->s, arg, -1);
+  free(arg);
+  if (!gq_sim_seed(r->s, r->k, pod, err, sizeof(err)))
+    GQ_LOG(GQ_WARN, &lc, "cannot create pod %s/%s: %s", r->ns, r->name, err);
+}
+
+/* Admission refused the pod. The Job is not reconciled again until it or
+ * one of its pods changes: the controller has no retry backoff, and an
+ * immediate retry would call a denying webhook in a loop. */
+static void pod_refused(struct gq_sim_req *r, int code, const char *msg,
+                        void *arg)
+{
+  inflight_add(r->s, arg, -1);
+  free(arg);
+  GQ_LOG(GQ_WARN, &lc, "cannot create pod %s/%s: %d %s", r->ns, r->name,
+         code, msg);
+}
+
+/* Creates pod (taken) for job through the admission chain, as the Job
+ * controller's user. */
+static void admit_pod(struct gq_sim *s, const json_t *job, json_t *pod)
+{
+  struct gq_sim_req r = {.s = s, .method = "POST", .k = pods_kind(s),
+                         .user = &gq_sim_user_job_controller,
+                         .refused = pod_refused};
+
+  snprintf(r.ns, sizeof(r.ns), "%s", gq_meta_str(job, "namespace"));
+  snprintf(r.name, sizeof(r.name), "%s", gq_meta_str(pod, "name"));
+  inflight_add(s, gq_meta_str(job, "uid"), 1);
+  gq_sim_admit(&r, "CREATE", NULL, pod, pod_admitted,
+               gq_xstrdup(gq_meta_str(job, "uid")));
+}
+
+/* Creates one pod from the Job's template, owned by the Job. */
+static void create_pod(struct gq_sim *s, const json_t *job)
+{
+  static const char alpha[] = "abcdefghijklmnopqrstuvwxyz";
+  const json_t *tmpl = json_object_get(json_object_get(job, "spec"),
+                                       "template");
+  json_t *pod = json_pack("{s:s, s:s, s:{}, s:O, s:{s:s}}", "apiVersion",
+                          "v1", "kind", "Pod", "metadata", "spec",
+                          json_object_get(tmpl, "spec"), "status", "phase",
+                          "Pending");
+  json_t *meta = json_object_get(pod, "metadata");
+  const json_t *tm = json_object_get(tmpl, "metadata");
+  char name[300], uid[40];
+  size_t n;
+
+  gq_sim_uuid(uid);
+  n = (size_t)snprintf(name, sizeof(name), "%.240s-",
+                       gq_meta_str(job, "name"));
+  for (int i = 0; i < 5; i++)
+    name[n + i] = alpha[(unsigned char)uid[i * 2 + 1] % 26];
+  name[n + 5] = '\0';
+  json_object_set_new(meta, "name", json_string(name));
+  json_object_set_new(meta, "namespace",
+                      json_string(gq_meta_str(job, "namespace")));
+  json_object_set(meta, "labels", json_object_get(tm, "labels"));
+  if (json_object_get(tm, "annotations"))
+    json_object_set(meta, "annotations", json_object_get(tm, "annotations"));
+  json_object_set_new(meta, "ownerReferences",
+                      json_pack("[{s:s, s:s, s:s, s:s, s:b, s:b}]",
+                                "apiVersion", "batch/v1", "kind", "Job",
+                                "name", gq_meta_str(job, "name"), "uid",
+                                gq_meta_str(job, "uid"), "controller", 1,
+                                "blockOwnerDeletion", 1));
+  if (!json_object_get(json_object_get(pod, "spec"),
+                       "terminationGracePeriodSeconds"))
+    json_object_set_new(json_object_get(pod, "spec"),
+                        "terminationGracePeriodSeconds", json_integer(30));
+  admit_pod(s, job, pod);
+}
+
+/* Sets condition type to status (reason, message) in st's conditions,
+ * keeping lastTransitionTime when the status does not change. Returns 1
+ * if the condition is (now) set to status. */
+static void set_cond(json_t *st, const char *type, const char *status,
+                     const char *reason, const char *msg, const char *ts)
+{
+  json_t *cs = json_object_get(st, "conditions"), *c;
+  size_t i;
+
+  if (!json_is_array(cs))
+    json_object_set_new(st, "conditions", cs = json_array());
+  json_array_foreach(cs, i, c) {
+    if (strcmp(sv(c, "type"), type))
+      continue;
+    if (strcmp(sv(c, "status"),
+               status))
+      json_object_set_new(c, "lastTransitionTime", json_string(ts));
+    json_object_set_new(c, "status", json_string(status));
+    json_object_set_new(c, "reason", json_string(reason));
+    json_object_set_new(c, "message", json_string(msg));
+    return;
+  }
+  json_array_append_new(cs, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}",
+                                      "type", type, "status", status,
+                                      "reason", reason, "message", msg,
+                                      "lastProbeTime", ts,
+                                      "lastTransitionTime", ts));
+}
+
+static int cond_true(const json_t *st, const char *type)
+{
+  const json_t *c;
+  size_t i;
+
+  json_array_foreach(json_object_get(st, "conditions"), i, c)
+    if (!strcmp(sv(c, "type"), type))
+      return !strcmp(sv(c, "status"),
+                     "True");
+  return 0;
 }
 
 static int64_t spec_int(const json_t *job, const char *key, int64_t dflt)
@@ -194,309 +312,155 @@ static int64_t spec_int(const json_t *job, const char *key, int64_t dflt)
   return json_is_integer(v) ? json_integer_value(v) : dflt;
 }
 
-/* The condition of type t (True) in st's conditions, or NULL. */
-static const json_t *cond(const json_t *st, const char *t)
+/* The Job's terminal conditions, when its counts reach one. Returns 1 if
+ * the Job is (now) finished. */
+static int finish(json_t *st, const json_t *job, const struct job_counts *n,
+                  const char *ts)
 {
-  const json_t *c;
-  size_t i;
-
-  json_array_foreach(json_object_get(st, "conditions"), i, c) {
-    const char *ct = json_string_value(json_object_get(c, "type"));
-    const char *cs = json_string_value(json_object_get(c, "status"));
-
-    if (ct && cs && !strcmp(ct, t) && !strcmp(cs, "True"))
-      return c;
-  }
-  return NULL;
-}
-
-/* Sets condition t to status/reason/message in st (replacing one of that
- * type), with lastTransitionTime now. */
-static void set_cond(json_t *st, const char *t, const char *status,
-                     const char *reason, const char *msg)
-{
-  json_t *conds = json_object_get(st, "conditions"), *c;
-  char ts[40];
-  size_t i;
-
-  if (!json_is_array(conds)) {
-    conds = json_array();
-    json_object_set_new(st, "conditions", conds);
-  }
-  gq_time_format(gq_clock_now_ms(), ts, sizeof(ts));
-  json_array_foreach(conds, i, c) {
-    const char *ct = json_string_value(json_object_get(c, "type"));
-
-    if (ct && !strcmp(ct, t)) {
-      json_array_remove(conds, i);
-      break;
-    }
-  }
-  json_array_append_new(conds, json_pack(
-      "{s:s, s:s, s:s, s:s, s:s, s:s}", "type", t, "status", status,
-      "reason", reason, "message", msg, "lastProbeTime", ts,
-      "lastTransitionTime", ts));
-}
-
-static void delete_live(struct gq_sim *s, const struct job_pods *c)
-{
-  const json_t *p;
-  size_t i;
-
-  json_array_foreach(c->live, i, p)
-    json_decref(gq_sim_delete(s, pods_kind(s), gq_meta_str(p, "namespace"),
-                              gq_meta_str(p, "name"), -1, 0));
-}
-
-/* Makes one pod of job from its template. */
-static void make_pod(struct gq_sim *s, const json_t *job)
-{
-  static const char alnum[] = "bcdfghjklmnpqrstvwxz2456789";
-  const json_t *t = json_object_get(json_object_get(job, "spec"), "template");
-  const json_t *tm = json_object_get(t, "metadata");
-  const char *ns = gq_meta_str(job, "namespace");
-  const char *jn = gq_meta_str(job, "name");
-  char name[300], sfx[6], err[256];
-  json_t *labels, *pod;
-
-  for (int i = 0; i < 5; i++)
-    sfx[i] = alnum[rand() % (int)(sizeof(alnum) - 1)];
-  sfx[5] = '\0';
-  snprintf(name, sizeof(name), "%.56s-%s", jn, sfx);
-  labels = json_deep_copy(json_object_get(tm, "labels"));
-  if (!json_is_object(labels)) {
-    json_decref(labels);
-    labels = json_object();
-  }
-  json_object_set_new(labels, "batch.kubernetes.io/job-name", json_string(jn));
-  json_object_set_new(labels, "job-name", json_string(jn));
-  json_object_set_new(labels, "batch.kubernetes.io/controller-uid",
-                      json_string(gq_meta_str(job, "uid")));
-  json_object_set_new(labels, "controller-uid",
-                      json_string(gq_meta_str(job, "uid")));
-  pod = json_pack("{s:s, s:s, s:{s:s, s:s, s:o, s:[{s:s, s:s, s:s, s:s, "
-                  "s:b, s:b}]}, s:O, s:{s:s}}",
-                  "apiVersion", "v1", "kind", "Pod", "metadata", "name", name,
-                  "namespace", ns, "labels", labels, "ownerReferences",
-                  "apiVersion", "batch/v1", "kind", "Job", "name", jn, "uid",
-                  gq_meta_str(job, "uid"), "controller", 1,
-                  "blockOwnerDeletion", 1, "spec",
-                  json_object_get(t, "spec") ? json_object_get(t, "spec")
-                                             : json_object(),
-                  "status", "phase", "Pending");
-  if (json_is_object(json_object_get(tm, "annotations")))
-    json_object_set(json_object_get(pod, "metadata"), "annotations",
-                    json_object_get(tm, "annotations"));
-  if (!json_object_get(json_object_get(pod, "spec"),
-                       "terminationGracePeriodSeconds"))
-    json_object_set_new(json_object_get(pod, "spec"),
-                        "terminationGracePeriodSeconds", json_integer(30));
-  if (!gq_sim_seed(s, pods_kind(s), pod, err, sizeof(err)))
-    GQ_LOG(GQ_WARN, &lc, "job %s/%s: pod create failed: %s", ns, jn, err);
-}
-
-/* Where job stands: status and conditions in st (a copy), pods acted on. */
-static void job_step(struct gq_sim *s, const json_t *job, json_t *st)
-{
-  struct job_pods c;
-  int64_t par = spec_int(job, "parallelism", 1);
   int64_t comp = spec_int(job, "completions", -1);
-  int64_t limit = spec_int(job, "backoffLimit", 6);
+
+  if (n->failed > spec_int(job, "backoffLimit", 6)) {
+    set_cond(st, "FailureTarget", "True", "BackoffLimitExceeded",
+             "Job has reached the specified backoff limit", ts);
+    set_cond(st, "Failed", "True", "BackoffLimitExceeded",
+             "Job has reached the specified backoff limit", ts);
+    return 1;
+  }
+  if ((comp >= 0 && n->succeeded >= comp) ||
+      (comp < 0 && n->succeeded > 0 && n->active == 0)) {
+    set_cond(st, "SuccessCriteriaMet", "True", "CompletionsReached",
+             "Reached expected number of succeeded pods", ts);
+    set_cond(st, "Complete", "True", "CompletionsReached",
+             "Reached expected number of succeeded pods", ts);
+    json_object_set_new(st, "completionTime", json_string(ts));
+    return 1;
+  }
+  return 0;
+}
+
+/* One Job: the pods it should have, then its status. */
+static void reconcile(struct gq_sim *s, const json_t *job)
+{
+  json_t *next = json_deep_copy(job), *st = json_object_get(next, "status");
   int suspend = json_is_true(json_object_get(json_object_get(job, "spec"),
                                              "suspend"));
+  int64_t par = spec_int(job, "parallelism", 1);
+  int64_t comp = spec_int(job, "completions", -1), want;
+  struct job_counts n;
   char ts[40];
 
-  count_pods(s, job, &c);
+  if (!json_is_object(st))
+    json_object_set_new(next, "status", st = json_object());
   gq_time_format(gq_clock_now_ms(), ts, sizeof(ts));
-  if (cond(st, "Complete") || cond(st, "Failed")) {
-    delete_live(s, &c);
-    c.active = 0;
-  } else if (c.failed > limit) {
-    delete_live(s, &c);
-    c.active = 0;
-    set_cond(st, "FailureTarget", "True", "BackoffLimitExceeded",
-             "Job has reached the specified backoff limit");
-    set_cond(st, "Failed", "True", "BackoffLimitExceeded",
-             "Job has reached the specified backoff limit");
-  } else if (c.succeeded >= (comp < 0 ? 1 : comp) &&
-             (comp >= 0 || c.active == 0)) {
-    set_cond(st, "SuccessCriteriaMet", "True", "CompletionsReached",
-             "Reached expected number of succeeded pods");
-    set_cond(st, "Complete", "True", "CompletionsReached",
-             "Reached expected number of succeeded pods");
-    json_object_set_new(st, "completionTime", json_string(ts));
-  } else if (suspend) {
-    delete_live(s, &c);
-    c.active = 0;
-    if (!cond(st, "Suspended"))
-      set_cond(st, "Suspended", "True", "JobSuspended", "Job suspended");
+  if (cond_true(st, "Complete") || cond_true(st, "Failed")) {
+    json_decref(next);
+    return;
+  }
+  count_pods(s, job, suspend, &n);
+  n.active += json_integer_value(json_object_get(s->jobs_inflight,
+                                                 gq_meta_str(job, "uid")));
+  if (suspend) {
+    n.active = n.ready = 0;
+    set_cond(st, "Suspended", "True", "JobSuspended", "Job suspended", ts);
   } else {
-    int64_t want = comp < 0 ? par : comp - c.succeeded;
-
-    if (want > par)
-      want = par;
-    if (cond(st, "Suspended"))
-      set_cond(st, "Suspended", "False", "JobResumed", "Job resumed");
+    if (cond_true(st, "Suspended"))
+      set_cond(st, "Suspended", "False", "JobResumed", "Job resumed", ts);
     if (!json_object_get(st, "startTime"))
       json_object_set_new(st, "startTime", json_string(ts));
-    for (int64_t i = c.active; i < want; i++, c.active++)
-      make_pod(s, job);
-  }
-  json_object_set_new(st, "active", json_integer(c.active));
-  json_object_set_new(st, "succeeded", json_integer(c.succeeded));
-  json_object_set_new(st, "failed", json_integer(c.failed));
-  json_object_set_new(st, "ready", json_integer(0));
-  json_decref(c.live);
-}
+    if (finish(st, job, &n, ts)) {
+      struct job_counts gone;
 
-/* The labels and selector the API server gives a new Job's template. */
-static int job_defaults(json_t *job)
-{
-  json_t *spec = json_object_get(job, "spec");
-  json_t *t = json_object_get(spec, "template"), *tm, *labels;
-  const char *uid = gq_meta_str(job, "uid");
-
-  if (!json_is_object(spec) || !json_is_object(t) ||
-      json_object_get(spec, "selector"))
-    return 0;
-  tm = json_object_get(t, "metadata");
-  if (!json_is_object(tm)) {
-    tm = json_object();
-    json_object_set_new(t, "metadata", tm);
-  }
-  labels = json_object_get(tm, "labels");
-  if (!json_is_object(labels)) {
-    labels = json_object();
-    json_object_set_new(tm, "labels", labels);
-  }
-  json_object_set_new(labels, "batch.kubernetes.io/controller-uid",
-                      json_string(uid));
-  json_object_set_new(labels, "controller-uid", json_string(uid));
-  json_object_set_new(spec, "selector", json_pack(
-      "{s:{s:s}}", "matchLabels", "batch.kubernetes.io/controller-uid", uid));
-  if (!json_object_get(spec, "backoffLimit"))
-    json_object_set_new(spec, "backoffLimit", json_integer(6));
-  if (!json_object_get(spec, "parallelism"))
-    json_object_set_new(spec, "parallelism", json_integer(1));
-  if (!json_object_get(spec, "suspend"))
-    json_object_set_new(spec, "suspend", json_false());
-  if (!json_object_get(spec, "completionMode"))
-    json_object_set_new(spec, "completionMode", json_string("NonIndexed"));
-  return 1;
-}
-
-static void reconcile_job(struct gq_sim *s, const char *key)
-{
-  const char *slash = strchr(key, '/');
-  char ns[256];
-  const json_t *job;
-  json_t *next, *st;
-
-  snprintf(ns, sizeof(ns), "%.*s", slash ? (int)(slash - key) : 0, key);
-  job = gq_sim_get(jobs_kind(s), ns, slash ? slash + 1 : key);
-  if (!job || json_object_get(json_object_get(job, "metadata"),
-                              "deletionTimestamp"))
-    return;
-  next = json_deep_copy(job);
-  if (!job_defaults(next)) {
-    st = json_object_get(next, "status");
-    if (!json_is_object(st)) {
-      st = json_object();
-      json_object_set_new(next, "status", st);
+      count_pods(s, job, 1, &gone);
+      n.active = n.ready = 0;
+    } else {
+      want = comp >= 0 ? (par < comp - n.succeeded ? par
+                                                    : comp - n.succeeded)
+                       : (n.succeeded ? 0 : par);
+      for (; n.active < want; n.active++)
+        create_pod(s, job);
     }
-    job_step(s, job, st);
   }
-  if (json_equal(next, (json_t *)job))
+  json_object_set_new(st, "active", json_integer(n.active));
+  json_object_set_new(st, "ready", json_integer(n.ready));
+  json_object_set_new(st, "succeeded", json_integer(n.succeeded));
+  json_object_set_new(st, "failed", json_integer(n.failed));
+  if (json_equal(next, (json_t *)job)) {
     json_decref(next);
-  else
-    gq_sim_put(s, jobs_kind(s), next);
+    return;
+  }
+  gq_sim_put(s, jobs_kind(s), next);
 }
 
-static void on_jobs_kick(uv_timer_t *t)
+static void on_kick(uv_timer_t *t)
 {
-  struct gq_sim_engine *e = t->data;
+  struct gq_sim *s = t->data;
+  json_t *dirty = s->jobs_dirty, *v;
   const char *key;
-  json_t *v, *batch = json_object();
-  void *it;
-  int n = 0;
 
-  for (it = json_object_iter(e->jobs_dirty); it && n < JOBS_PER_TURN;
-       it = json_object_iter_next(e->jobs_dirty, it), n++)
-    json_object_set_new(batch, json_object_iter_key(it), json_true());
-  json_object_foreach(batch, key, v)
-    json_object_del(e->jobs_dirty, key);
-  json_object_foreach(batch, key, v)
-    reconcile_job(e->s, key);
-  json_decref(batch);
-  if (json_object_size(e->jobs_dirty) && !e->closing)
-    uv_timer_start(&e->jobs_kick, on_jobs_kick, 0, 0);
+  s->jobs_dirty = json_object();
+  json_object_foreach(dirty, key, v) {
+    const char *slash = strchr(key, '/');
+    char ns[256];
+    const json_t *job;
+
+    snprintf(ns, sizeof(ns), "%.*s", (int)(slash - key), key);
+    if ((job = gq_sim_get(jobs_kind(s), ns, slash + 1)))
+      reconcile(s, job);
+  }
+  json_decref(dirty);
 }
 
-static void mark_job(struct gq_sim_engine *e, const char *ns,
-                     const char *name)
+static void mark(struct gq_sim *s, const char *ns, const char *name)
 {
   char key[600];
 
-  if (e->closing)
-    return;
   snprintf(key, sizeof(key), "%s/%s", ns, name);
-  json_object_set_new(e->jobs_dirty, key, json_true());
-  if (!uv_is_active((uv_handle_t *)&e->jobs_kick))
-    uv_timer_start(&e->jobs_kick, on_jobs_kick, 0, 0);
+  json_object_set_new(s->jobs_dirty, key, json_true());
+  if (!s->jobs_closing)
+    uv_timer_start(&s->jobs_timer, on_kick, 0, 0);
 }
 
-/* The Job that controls pod, or NULL (borrowed name). */
-static const char *job_owner(const json_t *pod)
+/* The store observer: a Job's change or a change of a pod it owns marks
+ * the Job for reconciling. */
+static void observe(struct gq_sim *s, const struct gq_sim_event *ev,
+                    void *arg)
 {
-  const json_t *refs = json_object_get(json_object_get(pod, "metadata"),
-                                       "ownerReferences"), *r;
+  const json_t *refs, *r;
   size_t i;
 
-  json_array_foreach((json_t *)refs, i, r) {
-    const char *k = json_string_value(json_object_get(r, "kind"));
-    const char *a = json_string_value(json_object_get(r, "apiVersion"));
-
-    if (k && a && !strcmp(k, "Job") && !strcmp(a, "batch/v1"))
-      return json_string_value(json_object_get(r, "name"));
-  }
-  return NULL;
-}
-
-void gq_sim_jobs_observe(struct gq_sim *s, const struct gq_sim_event *ev,
-                         void *arg)
-{
-  struct gq_sim_engine *e = s->engine;
-  const struct gq_sim_kind *k = ev->kind;
-  const char *owner;
-
   (void)arg;
-  if (!e || e->closing)
+  if (gq_sim_is_job(ev->kind) && ev->type != GQ_EV_DELETED) {
+    mark(s, gq_meta_str(ev->obj, "namespace"), gq_meta_str(ev->obj, "name"));
     return;
-  if (!strcmp(k->group, "batch") && !strcmp(k->plural, "jobs")) {
-    if (ev->type != GQ_EV_DELETED)
-      mark_job(e, gq_meta_str(ev->obj, "namespace"),
-               gq_meta_str(ev->obj, "name"));
-  } else if (!*k->group && !strcmp(k->plural, "pods") &&
-             (owner = job_owner(ev->obj))) {
-    mark_job(e, gq_meta_str(ev->obj, "namespace"), owner);
   }
+  if (*ev->kind->group || strcmp(ev->kind->plural, "pods"))
+    return;
+  refs = json_object_get(json_object_get(ev->obj, "metadata"),
+                         "ownerReferences");
+  json_array_foreach((json_t *)refs, i, r)
+    if (!strcmp(sv(r, "kind"), "Job"))
+      mark(s, gq_meta_str(ev->obj, "namespace"),
+           sv(r, "name"));
 }
 
-void gq_sim_jobs_init(struct gq_sim_engine *e)
+void gq_sim_jobs_start(struct gq_sim *s)
 {
-  e->jobs_dirty = json_object();
-  uv_timer_init(e->s->loop, &e->jobs_kick);
-  e->jobs_kick.data = e;
-  gq_sim_store_observe(e->s, gq_sim_jobs_observe, NULL);
+  s->jobs_dirty = json_object();
+  s->jobs_inflight = json_object();
+  uv_timer_init(s->loop, &s->jobs_timer);
+  s->jobs_timer.data = s;
+  gq_sim_store_observe(s, observe, NULL);
 }
 
-void gq_sim_jobs_close(struct gq_sim_engine *e)
+void gq_sim_jobs_stop(struct gq_sim *s)
 {
-  uv_close((uv_handle_t *)&e->jobs_kick, NULL);
+  s->jobs_closing = 1;
+  uv_close((uv_handle_t *)&s->jobs_timer, NULL);
 }
 
-void gq_sim_jobs_release(struct gq_sim_engine *e)
+void gq_sim_jobs_release(struct gq_sim *s)
 {
-  json_decref(e->jobs_dirty);
-  e->jobs_dirty = NULL;
+  json_decref(s->jobs_dirty);
+  json_decref(s->jobs_inflight);
+  s->jobs_dirty = s->jobs_inflight = NULL;
 }

@@ -313,8 +313,10 @@ static void bind_pod(struct gq_sim *s, const json_t *pod, const char *node)
   gq_sim_put(s, pods_kind(s), next);
 }
 
-static void mark_unschedulable(struct gq_sim_engine *e, const json_t *pod,
-                               const char *key, const char *msg, int pinned)
+/* Writes PodScheduled=False with reason and msg unless the pod already
+ * says so (then no write, no event). */
+static void set_unscheduled(struct gq_sim_engine *e, const json_t *pod,
+                            const char *reason, const char *msg)
 {
   const json_t *conds = json_object_get(json_object_get(pod, "status"),
                                         "conditions"), *c;
@@ -322,48 +324,43 @@ static void mark_unschedulable(struct gq_sim_engine *e, const json_t *pod,
   char ts[40];
   size_t i;
 
-  json_object_set_new(e->unsched, key, json_true());
-  if (pinned && gq_meta_obj_label(pod, GQ_LBL_JOB))
-    gq_sim_placement_miss(e->s, pod, msg);
   json_array_foreach((json_t *)conds, i, c) {
     const char *t = json_string_value(json_object_get(c, "type"));
     const char *m = json_string_value(json_object_get(c, "message"));
+    const char *rs = json_string_value(json_object_get(c, "reason"));
 
-    if (t && !strcmp(t, "PodScheduled") && m && !strcmp(m, msg))
-      return; /* already says so: no write, no event */
+    if (t && !strcmp(t, "PodScheduled") && m && !strcmp(m, msg) && rs &&
+        !strcmp(rs, reason))
+      return;
   }
   next = edit_status(pod, &st, &cl);
   now_ts(ts, sizeof(ts));
-  set_condition(cl, "PodScheduled", "False", "Unschedulable", msg, ts);
+  set_condition(cl, "PodScheduled", "False", reason, msg, ts);
   gq_sim_put(e->s, pods_kind(e->s), next);
 }
 
-/* A pod with scheduling gates is not scheduled (KEP-3521): it stays
- * Pending with PodScheduled=False, reason SchedulingGated, as
- * kube-scheduler marks it. Returns 1 if pod is gated. */
+static void mark_unschedulable(struct gq_sim_engine *e, const json_t *pod,
+                               const char *key, const char *msg, int pinned)
+{
+  json_object_set_new(e->unsched, key, json_true());
+  if (pinned && gq_meta_obj_label(pod, GQ_LBL_JOB))
+    gq_sim_placement_miss(e->s, pod, msg);
+  set_unscheduled(e, pod, "Unschedulable", msg);
+}
+
+/* A pod with scheduling gates is not scheduled (KEP-3521): it waits with
+ * the condition kube-scheduler writes, and is looked at again when an
+ * update removes the last gate (the update marks it dirty). Returns 1 if
+ * the pod is gated. */
 static int gated(struct gq_sim_engine *e, const json_t *pod)
 {
-  static const char msg[] = "Scheduling is blocked due to non-empty "
-                            "scheduling gates";
-  const json_t *conds = json_object_get(json_object_get(pod, "status"),
-                                        "conditions"), *c;
-  json_t *st, *cl, *next;
-  char ts[40];
-  size_t i;
+  const json_t *g = json_object_get(json_object_get(pod, "spec"),
+                                    "schedulingGates");
 
-  if (json_array_size(json_object_get(json_object_get(pod, "spec"),
-                                       "schedulingGates")) == 0)
+  if (json_array_size(g) == 0)
     return 0;
-  json_array_foreach((json_t *)conds, i, c) {
-    const char *r = json_string_value(json_object_get(c, "reason"));
-
-    if (r && !strcmp(r, "SchedulingGated"))
-      return 1; /* says so already */
-  }
-  next = edit_status(pod, &st, &cl);
-  now_ts(ts, sizeof(ts));
-  set_condition(cl, "PodScheduled", "False", "SchedulingGated", msg, ts);
-  gq_sim_put(e->s, pods_kind(e->s), next);
+  set_unscheduled(e, pod, "SchedulingGated",
+                  "Scheduling is blocked due to non-empty scheduling gates");
   return 1;
 }
 
@@ -698,8 +695,7 @@ static void on_kick(uv_timer_t *t)
 
 int gq_sim_engine_busy(const struct gq_sim_engine *e)
 {
-  return json_object_size(e->dirty) > 0 ||
-         json_object_size(e->jobs_dirty) > 0;
+  return json_object_size(e->dirty) > 0;
 }
 
 /* --- timed work --- */
@@ -787,7 +783,6 @@ int gq_sim_engine_start(struct gq_sim *s)
   e->kick.data = e;
   s->engine = e;
   gq_sim_store_observe(s, gq_sim_engine_observe, NULL);
-  gq_sim_jobs_init(e);
   gq_sim_report_init(s);
   GQ_LOG(GQ_DEBUG, &lc, "simulated kubelets and scheduler started");
   return 0;
@@ -802,7 +797,6 @@ void gq_sim_engine_stop(struct gq_sim *s)
   e->closing = 1;
   gq_sim_timers_close(e);
   uv_close((uv_handle_t *)&e->kick, NULL);
-  gq_sim_jobs_close(e);
 }
 
 void gq_sim_engine_release(struct gq_sim *s)
@@ -831,7 +825,6 @@ void gq_sim_engine_release(struct gq_sim *s)
   json_decref(e->team_used);
   json_decref(e->attempts);
   json_decref(e->starting);
-  gq_sim_jobs_release(e);
   free(e);
   s->engine = NULL;
 }

@@ -1,6 +1,7 @@
 /* sim/main.c - gpuq-sim: a Kubernetes-API-compatible simulated cluster.
  *
  *   gpuq-sim --listen 127.0.0.1:PORT --kubeconfig-out PATH [--token T]
+ *            [--token-auth-file FILE]
  *            [--tls-cert C --tls-key K [--tls-ca CA]] [--crds DIR]
  *            [--watch-window N] [--bookmark-interval-ms MS]
  *            [--cluster FILE] [--trace FILE [--quotas FILE]
@@ -37,8 +38,8 @@ static const struct gq_lc lc_main = {"sim", "main", NULL};
 struct args {
   char host[64];
   int port;
+  const char *token_auth_file;
   const char *kubeconfig, *token, *tls_cert, *tls_key, *tls_ca, *crds;
-  const char *users;
   const char *cluster;
   struct gq_sim_replay_opts replay;
   const char *hooks[16];
@@ -117,7 +118,7 @@ static int parse_args(int argc, char **argv, struct args *a)
     else if (!strcmp(f, "--token"))
       a->token = v;
     else if (!strcmp(f, "--token-auth-file"))
-      a->users = v;
+      a->token_auth_file = v;
     else if (!strcmp(f, "--tls-cert"))
       a->tls_cert = v;
     else if (!strcmp(f, "--tls-key"))
@@ -355,7 +356,6 @@ int main(int argc, char **argv)
   struct args a = {0};
   struct gq_sim_opts o;
   char err[1024], url[128], *cert = NULL, *key = NULL, *ca = NULL;
-  char *users = NULL;
   uv_loop_t *loop = uv_default_loop();
   int rc;
 
@@ -363,14 +363,10 @@ int main(int argc, char **argv)
   signal(SIGPIPE, SIG_IGN);
   if (parse_args(argc, argv, &a) != 0 || setup(&a, &cert, &key, &ca) != 0)
     return 2;
-  if (a.users && !(users = read_file(a.users))) {
-    fprintf(stderr, "gpuq-sim: --token-auth-file '%s': %s\n", a.users,
-            strerror(errno));
-    return 2;
-  }
   o = (struct gq_sim_opts){a.host,  a.port,           a.token,
                            cert,    key,              a.crds,
-                           (size_t)a.window, (uint64_t)a.bookmark_ms, users};
+                           (size_t)a.window, (uint64_t)a.bookmark_ms,
+                           a.token_auth_file};
   if ((rc = gq_sim_start(&sim, loop, &o, err, sizeof(err))) != 0) {
     fprintf(stderr, "gpuq-sim: %s\n", err);
     return 1;
@@ -405,7 +401,6 @@ int main(int argc, char **argv)
   free(cert);
   free(key);
   free(ca);
-  free(users);
   rc = uv_loop_close(loop);
   if (rc == UV_EBUSY)
     uv_print_all_handles(loop, stderr);

@@ -2,7 +2,6 @@
  * bearer-token authentication, fault injection and the other /sim/v1
  * endpoints, start-up and shutdown. */
 #include "sim/server.h"
-#include "sim/admission.h"
 
 #include "api/hclient.h"
 #include "api/yaml.h"
@@ -305,15 +304,6 @@ static void admin(struct gq_sim *s, struct gq_http_req *req, const char *path)
   }
 }
 
-/* The user the request authenticates as (admission.h), or NULL (401). */
-static const struct gq_sim_user *authorized(struct gq_sim *s,
-                                            struct gq_http_req *req)
-{
-  const char *h = gq_http_header(req, "Authorization");
-
-  return gq_sim_user_of(s, h && !strncmp(h, "Bearer ", 7) ? h + 7 : NULL);
-}
-
 static void on_request(struct gq_http_req *req, void *arg)
 {
   struct gq_sim *s = arg;
@@ -331,8 +321,14 @@ static void on_request(struct gq_http_req *req, void *arg)
     gq_http_respond(req, 200, "text/plain", "ok", 2, NULL);
     return;
   }
-  if (!(r.user = authorized(s, req))) {
+  if (!(r.user = gq_sim_authenticate(s, gq_http_header(req,
+                                                        "Authorization")))) {
     gq_sim_status(req, 401, "Unauthorized", "Unauthorized", NULL);
+    return;
+  }
+  if (!strcmp(path, "/apis/authentication.k8s.io/v1/selfsubjectreviews") &&
+      !strcmp(gq_http_method(req), "POST")) {
+    gq_sim_self_review(req, r.user);
     return;
   }
   if (!strncmp(path, "/sim/v1/", 8)) {
@@ -485,11 +481,13 @@ int gq_sim_start(struct gq_sim *s, uv_loop_t *loop,
   gq_sim_store_observe(s, gq_sim_pdb_observe, NULL);
   gq_sim_kinds_init(s);
   seed_namespaces(s);
+  if (o->token_auth_file &&
+      (rc = gq_sim_users_load(s, o->token_auth_file, err, errlen)) != 0)
+    return rc;
   if (o->crd_dir && (rc = load_crds(s, o->crd_dir, err, errlen)) != 0)
     return rc;
-  if (o->users && (rc = gq_sim_users_load(s, o->users, err, errlen)) != 0)
-    return rc;
   gq_sim_engine_start(s);
+  gq_sim_jobs_start(s);
   return gq_httpd_start(loop, &ho, on_request, s, &s->httpd, err, errlen);
 }
 
@@ -497,11 +495,13 @@ void gq_sim_stop(struct gq_sim *s)
 {
   gq_sim_clock_stop(s);
   gq_sim_engine_stop(s);
+  gq_sim_jobs_stop(s);
+  gq_sim_admission_stop(s);
+  if (s->hclient)
+    gq_hclient_close(s->hclient);
+  s->hclient = NULL;
   gq_httpd_close(s->httpd);
   s->httpd = NULL;
-  if (s->hc) /* pending webhook calls end with GQ_ECANCELED */
-    gq_hclient_close(s->hc);
-  s->hc = NULL;
   uv_close((uv_handle_t *)&s->pending_timer, NULL);
 }
 
@@ -513,4 +513,5 @@ void gq_sim_release(struct gq_sim *s)
   gq_sim_store_release(s);
   gq_sim_kinds_release(s);
   gq_sim_users_release(s);
+  gq_sim_jobs_release(s);
 }

@@ -5,8 +5,6 @@
 #define GQ_SIM_SERVER_H
 #include "sim/sim.h"
 
-struct gq_sim_user;
-
 struct gq_sim_req {
   struct gq_sim *s;
   struct gq_http_req *http;
@@ -19,12 +17,44 @@ struct gq_sim_req {
   int table;         /* Accept asks for a Table */
   int include_object;
   char warning[512]; /* a Warning header to add, or "" */
-  const struct gq_sim_user *user; /* who asks (admission.h) */
+  const struct gq_sim_user *user; /* who asks (auth.c); borrowed */
+  int64_t del_grace_s; /* DELETE: the options, kept across admission */
+  int del_orphan;
+  /* An internal write (http NULL: the sim's Job controller) is told of a
+   * refusal through this instead of an answer; arg is admission's. */
+  void (*refused)(struct gq_sim_req *r, int code, const char *msg,
+                  void *arg);
 };
 
 /* "pods" or "gpujobs.gpuq.dev", as Status messages name resources. */
 const char *gq_sim_resname(const struct gq_sim_kind *k, char *buf,
                            size_t len);
+
+/* Continues a write admitted by gq_sim_admit(): r is valid only during
+ * the call (it may be a copy); obj (taken; NULL on DELETE) is the object
+ * after the mutating webhooks. The callback answers r. */
+typedef void (*gq_sim_admit_cb)(struct gq_sim_req *r, json_t *obj,
+                                void *arg);
+/* Runs dynamic admission (admission.c) for operation op ("CREATE",
+ * "UPDATE", "DELETE") of r: the matching mutating webhooks, their
+ * JSONPatches applied to obj (taken), then the validating ones. When
+ * nothing matches, cb runs now; otherwise later, after the webhook calls
+ * on the loop (r's HTTP request stays parked; r itself is copied). A
+ * denial or a failed call with failurePolicy Fail answers r with the
+ * apiserver's Status instead, and cb never runs. old (borrowed, copied)
+ * is the stored object for UPDATE and DELETE. */
+void gq_sim_admit(struct gq_sim_req *r, const char *op, const json_t *old,
+                  json_t *obj, gq_sim_admit_cb cb, void *arg);
+/* Answers every request waiting for a webhook with 503 (the server is
+ * stopping; httpd must not close with parked connections) and lets the
+ * calls end with the hclient's close. Call before closing httpd. */
+void gq_sim_admission_stop(struct gq_sim *s);
+/* Checks a Mutating/ValidatingWebhookConfiguration (k its kind; any other
+ * kind passes) as the apiserver validates it: sideEffects None or
+ * NoneOnDryRun, admissionReviewVersions with v1, timeoutSeconds 1..30, a
+ * clientConfig. Returns 0, or -1 with "field: reason" in err. */
+int gq_sim_webhook_config_check(const struct gq_sim_kind *k,
+                                const json_t *obj, char *err, size_t len);
 
 void gq_sim_do_get(struct gq_sim_req *r);
 void gq_sim_do_list(struct gq_sim_req *r);

@@ -12,6 +12,11 @@
  *   reply.c      JSON and Status replies
  *   verbs.c      get, list, watch, create, update, patch, delete
  *   evict.c      pods/eviction and pods/binding, PodDisruptionBudget status
+ *   auth.c       who a request is: --token, --token-auth-file, the sim's
+ *                own users; SelfSubjectReview
+ *   admission.c  admission webhooks (Mutating/ValidatingWebhookConfiguration)
+ *                called on the loop before storage
+ *   jobs.c       batch/v1 Jobs: defaults, template rules, the Job controller
  *   kinds.c      the resource registry: built-in kinds and CRD-defined ones
  *   schema.c     CRD schemas: pruning, defaulting, validation (schema.h)
  *   store.c      objects, the global resourceVersion, the event window,
@@ -160,6 +165,16 @@ struct gq_sim_fault {
   int count;          /* remaining matches; -1 = forever */
 };
 
+/* A user a bearer token authenticates (kube-apiserver's
+ * --token-auth-file), or one of the sim's own components. */
+struct gq_sim_user {
+  char *token;             /* NULL for the built-in users */
+  char *name, *uid;
+  char **groups;           /* includes system:authenticated */
+  size_t n_groups;
+  struct gq_sim_user *next;
+};
+
 struct gq_sim_opts {
   const char *host;
   int port;
@@ -169,13 +184,11 @@ struct gq_sim_opts {
   const char *crd_dir;
   size_t watch_window;     /* events kept for resumption */
   uint64_t bookmark_ms;    /* real ms between watch bookmarks (0 = 10 s) */
-  const char *users;       /* --token-auth-file's contents, or NULL */
+  const char *token_auth_file; /* --token-auth-file path, or NULL */
 };
 
 struct gq_sim_engine;
 struct gq_sim_clock_wait;
-
-struct gq_sim_user;
 struct gq_hclient;
 
 struct gq_sim {
@@ -203,9 +216,73 @@ struct gq_sim {
   uint64_t requests;        /* served, for the log */
   struct gq_sim_clock_wait *clock_waits; /* POST /sim/v1/clock (clock.c) */
   uv_timer_t clock_timer;
-  struct gq_sim_user *users;  /* --token-auth-file (admission.c) */
-  struct gq_hclient *hc;      /* calls admission webhooks (admission.c) */
+  struct gq_sim_user *users; /* --token-auth-file (auth.c) */
+  struct gq_hclient *hclient; /* admission webhook calls; made on first use */
+  void *admits;              /* admission chains with a call out (admission.c) */
+  json_t *jobs_dirty;        /* Job keys to reconcile (jobs.c) */
+  json_t *jobs_inflight;     /* Job uid -> pods awaiting admission */
+  uv_timer_t jobs_timer;     /* runs them on the next loop turn */
+  int jobs_closing;
 };
+
+/* --- jobs.c --- */
+/* Returns 1 if k is batch/v1 jobs. */
+int gq_sim_is_job(const struct gq_sim_kind *k);
+/* The defaults the apiserver gives a new Job (batch/v1 Job reference):
+ * parallelism 1, backoffLimit 6, suspend false, completionMode
+ * NonIndexed, restartPolicy Never when unset; the template's
+ * batch.kubernetes.io/controller-uid and job-name labels (and the legacy
+ * controller-uid, job-name) and the matching selector. completions stays
+ * unset when unset (any one success completes). job: its uid and name set,
+ * changed in place. */
+void gq_sim_job_defaults(json_t *job);
+/* The template rule of a Job update: spec.template is immutable, except
+ * while the Job is suspended and never started (JobMutableNodeScheduling-
+ * Directives; the sim lets the whole template change then). Returns 0, or
+ * -1 with "spec.template: Invalid value: ...: field is immutable" in err. */
+int gq_sim_job_check_update(const json_t *cur, const json_t *next,
+                            char *err, size_t len);
+/* Starts the Job controller: a store observer and a 0 ms uv timer on
+ * s->loop that reconciles the marked Jobs (pods from the template, status
+ * counts and conditions). */
+void gq_sim_jobs_start(struct gq_sim *s);
+/* Closes its timer (run the loop to finish). */
+void gq_sim_jobs_stop(struct gq_sim *s);
+/* Frees what is left after the loop ran the close. */
+void gq_sim_jobs_release(struct gq_sim *s);
+
+/* --- auth.c --- */
+/* The user of the single --token, and of every request when the sim
+ * checks no token: system:admin in group system:masters. */
+extern const struct gq_sim_user gq_sim_user_admin;
+/* The sim's Job controller: system:serviceaccount:kube-system:job-controller
+ * (kube-controller-manager's service account for it). */
+extern const struct gq_sim_user gq_sim_user_job_controller;
+/* The simulated kubelets: "system:node:" + the node's name, in group
+ * system:nodes (the Node authorizer's convention). */
+extern const struct gq_sim_user gq_sim_user_node;
+/* Reads a kube-apiserver token file (--token-auth-file): CSV lines
+ * token,user,uid[,"group1,group2"]; blank lines and lines starting with
+ * '#' are skipped. Every user also gets group system:authenticated, as the
+ * apiserver adds it. Tokens are registered as log secrets. Returns 0, or
+ * GQ_EIO / GQ_EINVAL with the reason in err. */
+int gq_sim_users_load(struct gq_sim *s, const char *path, char *err,
+                      size_t errlen);
+/* Frees the users gq_sim_users_load() read. */
+void gq_sim_users_release(struct gq_sim *s);
+/* The user an Authorization header value (may be NULL) authenticates:
+ * system:admin when the sim checks no token, or for the --token; a file
+ * user for its token; NULL when refused (then 401). Borrowed, valid while
+ * the sim runs. */
+const struct gq_sim_user *gq_sim_authenticate(const struct gq_sim *s,
+                                              const char *authorization);
+/* u as an authentication.k8s.io/v1 UserInfo {username, uid, groups} (new
+ * reference); node completes gq_sim_user_node's name (else ignored). */
+json_t *gq_sim_user_info(const struct gq_sim_user *u, const char *node);
+/* Answers POST /apis/authentication.k8s.io/v1/selfsubjectreviews (what
+ * `kubectl auth whoami` calls; KEP-3325) with u's UserInfo, 201. */
+void gq_sim_self_review(struct gq_http_req *req,
+                        const struct gq_sim_user *u);
 
 /* --- kinds.c --- */
 void gq_sim_kinds_init(struct gq_sim *s);
@@ -228,20 +305,6 @@ void gq_sim_kind_drop_crd(struct gq_sim *s, const char *crd_name);
 /* "apiVersion" for objects of k ("v1", "gpuq.dev/v1alpha1"). */
 const char *gq_sim_kind_api_version(const struct gq_sim_kind *k, char *buf,
                                     size_t len);
-
-/* --- jobs.c: update rules --- */
-/* The update rules of a pod (cur: stored, next: the update), as
- * kube-apiserver's pod validation has them: scheduling gates may only be
- * removed (KEP-3521), and while cur is gated its nodeSelector, affinity
- * and tolerations may change as well (KEP-3838); the rest of the spec is
- * the sim's to keep. Returns 0, or -1 with the field error in err. */
-int gq_sim_pod_update_check(const json_t *cur, const json_t *next, char *err,
-                            size_t len);
-/* A Job's pod template is immutable, except its metadata and scheduling
- * directives while the Job is suspended and has no status.startTime
- * (KEP-2926). Returns 0, or -1 with the field error in err. */
-int gq_sim_job_update_check(const json_t *cur, const json_t *next, char *err,
-                            size_t len);
 
 /* --- store.c --- */
 /* Looks up an object (borrowed, immutable) or NULL. */

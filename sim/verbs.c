@@ -4,7 +4,6 @@
  * preconditions, finalizers, cascading), eviction (PodDisruptionBudgets)
  * and binding. */
 #include "sim/server.h"
-#include "sim/admission.h"
 
 #include "api/meta.h"
 #include "api/node.h"
@@ -460,12 +459,7 @@ static int validate(struct gq_sim_req *r, json_t *obj, const char *name)
     gq_schema_report_release(&rep);
     return rc;
   }
-  if (!strcmp(r->k->group, "admissionregistration.k8s.io")) {
-    if (gq_sim_webhook_config_check(obj, err, sizeof(err)) != 0) {
-      invalid_msg(r, name, err);
-      return -1;
-    }
-  } else if (is_core(r->k, "pods")) {
+  if (is_core(r->k, "pods")) {
     struct gq_pod p;
 
     if (gq_pod_decode(obj, &p, err, sizeof(err)) != 0) {
@@ -481,6 +475,9 @@ static int validate(struct gq_sim_req *r, json_t *obj, const char *name)
       return -1;
     }
     gq_node_release(&n);
+  } else if (gq_sim_webhook_config_check(r->k, obj, err, sizeof(err)) != 0) {
+    invalid_msg(r, name, err);
+    return -1;
   }
   return 0;
 }
@@ -649,43 +646,28 @@ static int dry_run(const struct gq_sim_req *r)
   return d && strcmp(d, "All") == 0;
 }
 
+/* Answers 409 AlreadyExists and returns 1 if r's object exists. */
+static int already_exists(struct gq_sim_req *r)
+{
+  char res[200], msg[600];
+
+  if (!gq_sim_get(r->k, r->ns, r->name))
+    return 0;
+  gq_sim_resname(r->k, res, sizeof(res));
+  snprintf(msg, sizeof(msg), "%s \"%s\" already exists", res, r->name);
+  gq_sim_status(r->http, 409, "AlreadyExists", msg,
+                json_pack("{s:s, s:s, s:s}", "name", r->name, "group",
+                          r->k->group, "kind", r->k->plural));
+  return 1;
+}
+
+static void create_admitted(struct gq_sim_req *r, json_t *obj, void *arg);
+
 /* Creates obj (taken). Answers 201, or an error. */
-/* The end of a create: obj (taken) is stored and returned. */
-static void create_store(struct gq_sim_req *r, json_t *obj)
-{
-  const json_t *stored;
-
-  if (is_crd_kind(r->k) && !dry_run(r) && !(obj = establish_crd(r, obj)))
-    return;
-  if (dry_run(r)) {
-    reply_obj(r, 201, obj);
-    json_decref(obj);
-    return;
-  }
-  if (gq_sim_get(r->k, r->ns, r->name)) { /* made while the webhooks ran */
-    json_decref(obj);
-    conflict(r, r->name);
-    return;
-  }
-  stored = gq_sim_put(r->s, r->k, obj);
-  reply_obj(r, 201, stored);
-}
-
-/* A create its webhooks admitted (obj taken, as they patched it). */
-static void create_admitted(struct gq_sim_req *r, json_t *obj)
-{
-  if (validate(r, obj, r->name) != 0) {
-    json_decref(obj);
-    return;
-  }
-  create_store(r, obj);
-}
-
 static void create_obj(struct gq_sim_req *r, json_t *obj)
 {
   json_t *meta = json_object_get(obj, "metadata");
   const char *bns;
-  char res[200], msg[600];
 
   if (!json_is_object(obj) || !json_is_object(meta)) {
     json_decref(obj);
@@ -704,24 +686,41 @@ static void create_obj(struct gq_sim_req *r, json_t *obj)
     return;
   }
   snprintf(r->name, sizeof(r->name), "%s", gq_meta_str(obj, "name"));
-  if (gq_sim_get(r->k, r->ns, r->name)) {
-    gq_sim_resname(r->k, res, sizeof(res));
-    snprintf(msg, sizeof(msg), "%s \"%s\" already exists", res, r->name);
+  if (already_exists(r)) {
     json_decref(obj);
-    gq_sim_status(r->http, 409, "AlreadyExists", msg,
-                  json_pack("{s:s, s:s, s:s}", "name", r->name, "group",
-                            r->k->group, "kind", r->k->plural));
     return;
   }
   init_meta(r, obj);
   init_status(r, obj);
+  if (gq_sim_is_job(r->k))
+    gq_sim_job_defaults(obj);
   if (validate(r, obj, r->name) != 0) {
     json_decref(obj);
     return;
   }
-  if (!dry_run(r) && gq_sim_admit(r, "CREATE", obj, NULL, create_admitted))
-    return; /* the webhooks have it (admission.h) */
-  create_store(r, obj);
+  gq_sim_admit(r, "CREATE", NULL, obj, create_admitted, NULL);
+}
+
+/* Stores a created object (taken) that admission let through: decoded
+ * again (a webhook may have changed it), then 201. */
+static void create_admitted(struct gq_sim_req *r, json_t *obj, void *arg)
+{
+  const json_t *stored;
+
+  (void)arg;
+  if (already_exists(r) || validate(r, obj, r->name) != 0) {
+    json_decref(obj);
+    return;
+  }
+  if (is_crd_kind(r->k) && !dry_run(r) && !(obj = establish_crd(r, obj)))
+    return;
+  if (dry_run(r)) {
+    reply_obj(r, 201, obj);
+    json_decref(obj);
+    return;
+  }
+  stored = gq_sim_put(r->s, r->k, obj);
+  reply_obj(r, 201, stored);
 }
 
 /* A body sent to a view, converted to the stored form (taken). */
@@ -820,34 +819,120 @@ static int finalized(const struct gq_sim_req *r, const json_t *obj)
          !is_core(r->k, "pods");
 }
 
-/* Stores next (taken) as the new state of cur, with the API server's
- * update rules; answers 200 or an error. */
-/* The update rules of pods (scheduling gates) and Jobs (the template):
- * jobs.c. Answers 422 and returns -1 when next breaks one. */
-static int update_rules(struct gq_sim_req *r, const json_t *cur,
-                        const json_t *next)
+/* Is gate 'name' among the pod's spec.schedulingGates? */
+static int has_gate(const json_t *pod, const char *name)
 {
-  char err[ERRLEN];
-  int rc = 0;
+  const json_t *gs = json_object_get(json_object_get(pod, "spec"),
+                                     "schedulingGates"), *g;
+  size_t i;
 
-  if (is_core(r->k, "pods"))
-    rc = gq_sim_pod_update_check(cur, next, err, sizeof(err));
-  else if (!strcmp(r->k->group, "batch") && !strcmp(r->k->plural, "jobs") &&
-           strcmp(r->sub, "status") != 0)
-    rc = gq_sim_job_update_check(cur, next, err, sizeof(err));
-  if (rc != 0)
-    invalid_msg(r, r->name, err);
-  return rc;
+  json_array_foreach((json_t *)gs, i, g) {
+    const char *n = json_string_value(json_object_get(g, "name"));
+
+    if (n && !strcmp(n, name))
+      return 1;
+  }
+  return 0;
 }
 
-/* The end of an update of cur to next (taken): generation, storage and
- * the answer. */
-static void update_store(struct gq_sim_req *r, const json_t *cur,
-                         json_t *next)
+/* Pod scheduling gates may only be removed by an update (KEP-3521;
+ * pkg/apis/core/validation ValidatePodUpdate). The other scheduling
+ * directives a gated pod may change (KEP-3838) need no check: the sim
+ * does not make the pod spec immutable. Answers 422 and returns -1 when
+ * next adds a gate. */
+static int check_gates(struct gq_sim_req *r, const json_t *cur,
+                       const json_t *next)
 {
-  const json_t *stored;
+  const json_t *gs = json_object_get(json_object_get(next, "spec"),
+                                     "schedulingGates"), *g;
+  char msg[600];
+  size_t i;
+
+  if (!is_core(r->k, "pods") || *r->sub)
+    return 0;
+  json_array_foreach((json_t *)gs, i, g) {
+    const char *n = json_string_value(json_object_get(g, "name"));
+
+    if (!n || has_gate(cur, n))
+      continue;
+    snprintf(msg, sizeof(msg), "Forbidden: only deletion is allowed, but "
+             "found new scheduling gate '%s'", n);
+    invalid(r, r->name,
+            json_pack("[{s:s, s:s, s:s}]", "reason", "FieldValueForbidden",
+                      "message", msg, "field", "spec.schedulingGates"));
+    return -1;
+  }
+  return 0;
+}
+
+static void update_admitted(struct gq_sim_req *r, json_t *next, void *arg);
+
+/* A Job's template rule (jobs.c); answers 422 and returns -1 when broken. */
+static int check_job(struct gq_sim_req *r, const json_t *cur,
+                     const json_t *next)
+{
+  char err[ERRLEN];
+
+  if (!gq_sim_is_job(r->k) || *r->sub ||
+      gq_sim_job_check_update(cur, next, err, sizeof(err)) == 0)
+    return 0;
+  invalid_msg(r, r->name, err);
+  return -1;
+}
+
+/* Stores next (taken) as the new state of cur, with the API server's
+ * update rules; answers 200 or an error. */
+static void commit_update(struct gq_sim_req *r, const json_t *cur,
+                          json_t *next)
+{
+  const char *want_rv, *cur_rv = gq_meta_str(cur, "resourceVersion");
+
+  next = merge_update(r, cur, next);
+  want_rv = gq_meta_str(next, "resourceVersion");
+  if (*want_rv && strcmp(want_rv, cur_rv) != 0) {
+    json_decref(next);
+    conflict(r, r->name);
+    return;
+  }
+  if (check_gates(r, cur, next) != 0 || check_job(r, cur, next) != 0) {
+    json_decref(next);
+    return;
+  }
+  keep_meta(cur, next);
+  json_object_set_new(json_object_get(next, "metadata"), "resourceVersion",
+                      json_string(cur_rv));
+  json_object_del(json_object_get(next, "metadata"), "managedFields");
+  /* Prune and default first: a change made only of unknown fields is no
+   * change at all (same resourceVersion and generation). */
+  if (validate(r, next, r->name) != 0) {
+    json_decref(next);
+    return;
+  }
+  gq_sim_admit(r, "UPDATE", cur, next, update_admitted, NULL);
+}
+
+/* Stores an update (next, taken) that admission let through, unless the
+ * object changed or went meanwhile (409, 404: the apiserver's optimistic
+ * concurrency at storage). Answers 200 or an error. */
+static void update_admitted(struct gq_sim_req *r, json_t *next, void *arg)
+{
+  const json_t *cur = gq_sim_get(r->k, r->ns, r->name), *stored;
   long long gen;
 
+  (void)arg;
+  if (!cur || strcmp(gq_meta_str(cur, "resourceVersion"),
+                     gq_meta_str(next, "resourceVersion"))) {
+    json_decref(next);
+    if (cur)
+      conflict(r, r->name);
+    else
+      not_found(r, r->name);
+    return;
+  }
+  if (validate(r, next, r->name) != 0) {
+    json_decref(next);
+    return;
+  }
   gen = json_integer_value(json_object_get(json_object_get(cur, "metadata"),
                                            "generation"));
   if (!spec_equal(cur, next))
@@ -865,57 +950,6 @@ static void update_store(struct gq_sim_req *r, const json_t *cur,
   reply_obj(r, 200, stored);
   if (finalized(r, stored))
     gq_sim_remove(r->s, r->k, r->ns, r->name, 0);
-}
-
-/* An update its webhooks admitted (next taken, as they patched it): the
- * object must not have changed meanwhile. */
-static void update_admitted(struct gq_sim_req *r, json_t *next)
-{
-  const json_t *cur = gq_sim_get(r->k, r->ns, r->name);
-
-  if (!cur || strcmp(gq_meta_str(cur, "resourceVersion"),
-                     gq_meta_str(next, "resourceVersion"))) {
-    json_decref(next);
-    conflict(r, r->name);
-    return;
-  }
-  if (update_rules(r, cur, next) != 0 || validate(r, next, r->name) != 0) {
-    json_decref(next);
-    return;
-  }
-  update_store(r, cur, next);
-}
-
-static void commit_update(struct gq_sim_req *r, const json_t *cur,
-                          json_t *next)
-{
-  const char *want_rv, *cur_rv = gq_meta_str(cur, "resourceVersion");
-
-  next = merge_update(r, cur, next);
-  want_rv = gq_meta_str(next, "resourceVersion");
-  if (*want_rv && strcmp(want_rv, cur_rv) != 0) {
-    json_decref(next);
-    conflict(r, r->name);
-    return;
-  }
-  keep_meta(cur, next);
-  json_object_set_new(json_object_get(next, "metadata"), "resourceVersion",
-                      json_string(cur_rv));
-  json_object_del(json_object_get(next, "metadata"), "managedFields");
-  if (update_rules(r, cur, next) != 0) {
-    json_decref(next);
-    return;
-  }
-  /* Prune and default first: a change made only of unknown fields is no
-   * change at all (same resourceVersion and generation). */
-  if (validate(r, next, r->name) != 0) {
-    json_decref(next);
-    return;
-  }
-  if (!json_equal(next, (json_t *)cur) && !dry_run(r) &&
-      gq_sim_admit(r, "UPDATE", next, cur, update_admitted))
-    return; /* the webhooks have it (admission.h) */
-  update_store(r, cur, next);
 }
 
 void gq_sim_do_update(struct gq_sim_req *r)
@@ -1069,11 +1103,12 @@ static void drop_crd_objects(struct gq_sim *s, const json_t *crd)
   gq_sim_kind_drop_crd(s, gq_meta_str(crd, "name"));
 }
 
+static void delete_admitted(struct gq_sim_req *r, json_t *none, void *arg);
+
 void gq_sim_do_delete(struct gq_sim_req *r)
 {
   const json_t *cur = gq_sim_get(r->k, r->ns, r->name);
   struct del_opts o;
-  json_t *last;
 
   if (!cur) {
     not_found(r, r->name);
@@ -1087,11 +1122,29 @@ void gq_sim_do_delete(struct gq_sim_req *r)
     return;
   }
   json_decref(o.body);
+  r->del_grace_s = o.grace_s;
+  r->del_orphan = o.orphan;
+  gq_sim_admit(r, "DELETE", cur, NULL, delete_admitted, NULL);
+}
+
+/* Deletes r's object once admission let the delete through. */
+static void delete_admitted(struct gq_sim_req *r, json_t *none, void *arg)
+{
+  const json_t *cur = gq_sim_get(r->k, r->ns, r->name);
+  json_t *last;
+
+  (void)arg;
+  json_decref(none);
+  if (!cur) {
+    not_found(r, r->name);
+    return;
+  }
   if (dry_run(r)) {
     reply_obj(r, 200, cur);
     return;
   }
-  last = gq_sim_delete(r->s, r->k, r->ns, r->name, o.grace_s, o.orphan);
+  last = gq_sim_delete(r->s, r->k, r->ns, r->name, r->del_grace_s,
+                       r->del_orphan);
   if (is_crd_kind(r->k) && !gq_sim_get(r->k, NULL, r->name))
     drop_crd_objects(r->s, last);
   reply_obj(r, 200, last);

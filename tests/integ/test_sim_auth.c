@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "tests/support/fixture.h"
 #include "tests/support/proc.h"
@@ -123,11 +124,68 @@ static void test_tls(void **state)
   rmdir(dir);
 }
 
+/* --token-auth-file: each token is its user (username, uid, groups plus
+ * system:authenticated), the --token is system:admin, anything else 401.
+ * SelfSubjectReview (kubectl auth whoami) shows who a token is. */
+static void test_token_file(void **state)
+{
+  char dir[] = "/tmp/gpuq-test-tokf-XXXXXX", path[400], url[256], *resp;
+  struct gq_test_sim sim;
+  FILE *f;
+  json_t *j, *ui;
+
+  (void)state;
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof(path), "%s/tokens.csv", dir);
+  assert_non_null(f = fopen(path, "w"));
+  fputs("# token,user,uid,groups\n"
+        "alice-tok,alice,uid-1,\"dev,ops\"\n"
+        "bob-tok,bob,uid-2\n", f);
+  fclose(f);
+  {
+    const char *args[] = {"--token", "adm-tok", "--token-auth-file", path,
+                          NULL};
+
+    assert_int_equal(gq_test_sim_start(&sim, args), 0);
+  }
+  snprintf(url, sizeof(url),
+           "%s/apis/authentication.k8s.io/v1/selfsubjectreviews", sim.url);
+  assert_int_equal(gq_test_http("POST", url, "{}", NULL, "alice-tok", &resp),
+                   201);
+  j = json_loads(resp, 0, NULL);
+  free(resp);
+  ui = json_object_get(json_object_get(j, "status"), "userInfo");
+  assert_string_equal(json_string_value(json_object_get(ui, "username")),
+                      "alice");
+  assert_string_equal(json_string_value(json_object_get(ui, "uid")), "uid-1");
+  assert_int_equal(json_array_size(json_object_get(ui, "groups")), 3);
+  assert_string_equal(json_string_value(json_array_get(
+                          json_object_get(ui, "groups"), 1)),
+                      "ops");
+  json_decref(j);
+  assert_int_equal(gq_test_http("POST", url, "{}", NULL, "adm-tok", &resp),
+                   201);
+  assert_has(resp, "\"username\":\"system:admin\"");
+  assert_has(resp, "system:masters");
+  free(resp);
+  assert_int_equal(gq_test_http("POST", url, "{}", NULL, "bob-tok", &resp),
+                   201);
+  assert_has(resp, "\"username\":\"bob\"");
+  free(resp);
+  assert_int_equal(gq_test_http("POST", url, "{}", NULL, "eve-tok", &resp),
+                   401);
+  free(resp);
+  assert_int_equal(gq_test_sim_stop(&sim), 0);
+  unlink(path);
+  rmdir(dir);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_token),
       cmocka_unit_test(test_tls),
+      cmocka_unit_test(test_token_file),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
