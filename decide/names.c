@@ -92,3 +92,21 @@ int gq_parse_int64(const char *s, int64_t *out)
   *out = !neg ? (int64_t)v : v == 0 ? 0 : -(int64_t)(v - 1) - 1;
   return 0;
 }
+
+int gq_parse_bool(const char *s, int *out)
+{
+  static const char *const t[] = {"1", "t", "T", "TRUE", "true", "True"};
+  static const char *const f[] = {"0", "f", "F", "FALSE", "false", "False"};
+
+  for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+    if (!strcmp(s, t[i])) {
+      *out = 1;
+      return 0;
+    }
+    if (!strcmp(s, f[i])) {
+      *out = 0;
+      return 0;
+    }
+  }
+  return -1;
+}

@@ -29,4 +29,10 @@ int gq_qualified_name_ok(const char *s);
  * -1 (out unchanged). */
 int gq_parse_int64(const char *s, int64_t *out);
 
+/* Go's strconv.ParseBool, as kube-apiserver parses boolean query
+ * parameters (watch, allowWatchBookmarks, sendInitialEvents, pretty):
+ * 1 t T TRUE true True are true, 0 f F FALSE false False are false.
+ * Returns 0 and sets *out, or -1 for anything else (out unchanged). */
+int gq_parse_bool(const char *s, int *out);
+
 #endif

@@ -9,6 +9,7 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "decide/names.h"
 #include "sim/engine.h"
 #include "sim/replay.h"
 #include "sim/report.h"
@@ -103,11 +104,44 @@ static int route(struct gq_sim_req *r, char seg[GQ_SIM_MAX_SEGS][256], int n)
   return 0;
 }
 
+/* The boolean query parameters kube-apiserver reads with Go's
+ * strconv.ParseBool (decide/names.h gq_parse_bool). */
+static const char *const bool_params[] = {"watch", "allowWatchBookmarks",
+                                          "sendInitialEvents", "pretty",
+                                          NULL};
+
+int gq_sim_query_bool(const struct gq_sim_req *r, const char *key)
+{
+  const char *v = gq_http_query(r->http, key);
+  int b = 0;
+
+  return v && gq_parse_bool(v, &b) == 0 && b;
+}
+
+/* 0 if every boolean query parameter parses, else answers 400 with the
+ * message kube-apiserver gives (strconv's) and returns -1. */
+static int bools_ok(struct gq_sim_req *r)
+{
+  char msg[400];
+  int b;
+
+  for (size_t i = 0; bool_params[i]; i++) {
+    const char *v = gq_http_query(r->http, bool_params[i]);
+
+    if (v && gq_parse_bool(v, &b) != 0) {
+      snprintf(msg, sizeof(msg), "strconv.ParseBool: parsing \"%.200s\": "
+               "invalid syntax", v);
+      gq_sim_status(r->http, 400, "BadRequest", msg, NULL);
+      return -1;
+    }
+  }
+  return 0;
+}
+
 /* The verb of a routed request, as fault injection names them. */
 static const char *verb_of(const struct gq_sim_req *r)
 {
-  const char *w = gq_http_query(r->http, "watch");
-  int watch = w && (!strcmp(w, "true") || !strcmp(w, "1"));
+  int watch = gq_sim_query_bool(r, "watch");
 
   if (!strcmp(r->method, "GET"))
     return *r->name ? "get" : watch ? "watch" : "list";
@@ -344,6 +378,8 @@ static void on_request(struct gq_http_req *req, void *arg)
                   "the server could not find the requested resource", NULL);
     return;
   }
+  if (bools_ok(&r) != 0)
+    return;
   accept = gq_http_header(req, "Accept");
   inc = gq_http_query(req, "includeObject");
   r.table = accept && strstr(accept, "as=Table") != NULL;

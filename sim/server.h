@@ -56,6 +56,11 @@ void gq_sim_admission_stop(struct gq_sim *s);
 int gq_sim_webhook_config_check(const struct gq_sim_kind *k,
                                 const json_t *obj, char *err, size_t len);
 
+/* 1 if boolean query parameter key of r is true by Go's strconv.ParseBool
+ * (1, t, T, TRUE, true, True), 0 if absent or false. The router has
+ * refused unparsable ones (400) before any verb runs. */
+int gq_sim_query_bool(const struct gq_sim_req *r, const char *key);
+
 void gq_sim_do_get(struct gq_sim_req *r);
 void gq_sim_do_list(struct gq_sim_req *r);
 void gq_sim_do_watch(struct gq_sim_req *r);

@@ -326,7 +326,6 @@ void gq_sim_do_watch(struct gq_sim_req *r)
 {
   struct gq_sim_watch_opts o = {.kind = r->k};
   const char *rv = q(r, "resourceVersion"), *to = q(r, "timeoutSeconds");
-  const char *bm = q(r, "allowWatchBookmarks");
   char msg[200];
 
   if (parse_selectors(r, &o.labels, &o.fields) != 0)
@@ -335,7 +334,7 @@ void gq_sim_do_watch(struct gq_sim_req *r)
   o.view = r->view;
   o.table = r->table;
   o.include_object = r->include_object;
-  o.bookmarks = bm && (strcmp(bm, "true") == 0 || strcmp(bm, "1") == 0);
+  o.bookmarks = gq_sim_query_bool(r, "allowWatchBookmarks");
   o.from_rv = rv && *rv ? strtoull(rv, NULL, 10) : 0;
   o.timeout_s = to ? strtol(to, NULL, 10) : 0;
   if (gq_sim_watch_open(r->s, r->http, &o) == GQ_EGONE) {

@@ -447,6 +447,36 @@ static double now_s(void)
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Boolean query parameters parse as Go's strconv.ParseBool, as
+ * kube-apiserver's do: the official Python client's watch=True is a watch
+ * (a stream of events, ended here by timeoutSeconds), not a list;
+ * watch=maybe is a 400 naming the value. */
+static void test_bool_query(void **state)
+{
+  char url[300], *resp = NULL;
+  int code;
+
+  (void)state;
+  snprintf(url, sizeof(url), "%s/api/v1/namespaces?watch=True&"
+           "timeoutSeconds=1", sim.url);
+  code = gq_test_http("GET", url, NULL, NULL, NULL, &resp);
+  assert_int_equal(code, 200);
+  assert_non_null(strstr(resp, "\"type\":\"ADDED\""));
+  assert_null(strstr(resp, "\"kind\":\"NamespaceList\""));
+  free(resp);
+  snprintf(url, sizeof(url), "%s/api/v1/namespaces?watch=0", sim.url);
+  code = gq_test_http("GET", url, NULL, NULL, NULL, &resp);
+  assert_int_equal(code, 200);
+  assert_non_null(strstr(resp, "NamespaceList"));
+  free(resp);
+  snprintf(url, sizeof(url), "%s/api/v1/namespaces?watch=maybe", sim.url);
+  code = gq_test_http("GET", url, NULL, NULL, NULL, &resp);
+  assert_int_equal(code, 400);
+  assert_non_null(strstr(resp, "strconv.ParseBool: parsing \\\"maybe\\\": "
+                               "invalid syntax"));
+  free(resp);
+}
+
 static void test_fault_injection(void **state)
 {
   double t0;
@@ -500,6 +530,7 @@ int main(void)
       cmocka_unit_test(test_server_side_apply),
       cmocka_unit_test(test_events_two_views),
       cmocka_unit_test(test_crd_created_through_api),
+      cmocka_unit_test(test_bool_query),
       cmocka_unit_test(test_fault_injection),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
