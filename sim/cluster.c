@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uthash.h>
 
 #define MAX_GROUP_NODES 100000
 
@@ -27,6 +28,34 @@ static json_t *quantity_or(const json_t *v, const char *dflt)
     return json_string(buf);
   }
   return json_string(dflt);
+}
+
+/* The rest of status.nodeInfo a kubelet reports (NodeSystemInfo: every
+ * field is required in the API's schema): boot, machine and system ids
+ * (derived from the node's name with uthash's Jenkins hash, so a node keeps
+ * them), the kube-proxy version and the operating system. */
+static void node_ids(json_t *info, const char *name)
+{
+  static const char *const keys[] = {"bootID", "systemUUID", "machineID"};
+  unsigned h[4];
+  char salted[300], id[40];
+
+  for (int k = 0; k < 3; k++) {
+    for (int i = 0; i < 4; i++) {
+      int n = snprintf(salted, sizeof(salted), "%d/%d/%s", k, i, name);
+
+      HASH_VALUE(salted, (size_t)n, h[i]);
+    }
+    if (k == 2) /* /etc/machine-id: 32 hex digits */
+      snprintf(id, sizeof(id), "%08x%08x%08x%08x", h[0], h[1], h[2], h[3]);
+    else
+      snprintf(id, sizeof(id), "%08x-%04x-%04x-%04x-%04x%08x", h[0],
+               h[1] >> 16, h[1] & 0xffff, h[2] >> 16, h[2] & 0xffff, h[3]);
+    json_object_set_new(info, keys[k], json_string(id));
+  }
+  json_object_set_new(info, "kubeProxyVersion",
+                      json_string("v1.32.0-gpuq-sim"));
+  json_object_set_new(info, "operatingSystem", json_string("linux"));
 }
 
 static json_t *resources(const json_t *g)
@@ -86,6 +115,7 @@ json_t *gq_sim_cluster_node(const json_t *g, size_t i)
       "containerd://1.7.0", "architecture", "amd64", "addresses", "type",
       "InternalIP", "address", ip, "type", "Hostname", "address", name);
   json_decref(res);
+  node_ids(json_object_get(json_object_get(node, "status"), "nodeInfo"), name);
   return node;
 }
 

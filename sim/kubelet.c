@@ -248,6 +248,16 @@ static void now_ts(char *ts, size_t len)
 }
 
 /* One container status per container, in the given state. */
+/* A container's image as its status reports it ("" when absent); the
+ * image id (a required field of ContainerStatus) is the same reference,
+ * the sim pulls nothing. */
+static const char *image_of(const json_t *c)
+{
+  const char *i = json_string_value(json_object_get(c, "image"));
+
+  return i ? i : "";
+}
+
 static json_t *container_statuses(const json_t *pod, json_t *state, int ready)
 {
   const json_t *cs = json_object_get(json_object_get(pod, "spec"),
@@ -257,12 +267,10 @@ static json_t *container_statuses(const json_t *pod, json_t *state, int ready)
 
   json_array_foreach((json_t *)cs, i, c)
     json_array_append_new(
-        out, json_pack("{s:O, s:O, s:b, s:b, s:i, s:O}", "name",
-                       json_object_get(c, "name"), "image",
-                       json_object_get(c, "image") ? json_object_get(c, "image")
-                                                   : json_string(""),
-                       "ready", ready, "started", ready, "restartCount", 0,
-                       "state", state));
+        out, json_pack("{s:O, s:s, s:s, s:b, s:b, s:i, s:O}", "name",
+                       json_object_get(c, "name"), "image", image_of(c),
+                       "imageID", image_of(c), "ready", ready, "started",
+                       ready, "restartCount", 0, "state", state));
   json_decref(state);
   return out;
 }

@@ -306,6 +306,17 @@ void gq_sim_kind_drop_crd(struct gq_sim *s, const char *crd_name);
 const char *gq_sim_kind_api_version(const struct gq_sim_kind *k, char *buf,
                                     size_t len);
 
+/* --- defaults.c --- */
+/* Sets the defaults kube-apiserver gives a new Pod (pod, changed in
+ * place; absent fields only): spec restartPolicy Always,
+ * terminationGracePeriodSeconds 30, dnsPolicy ClusterFirst,
+ * securityContext {}, schedulerName default-scheduler, enableServiceLinks
+ * true, serviceAccountName (and serviceAccount) default; each container's
+ * imagePullPolicy (Always for no tag or :latest, else IfNotPresent),
+ * terminationMessagePath /dev/termination-log, terminationMessagePolicy
+ * File, resources {}, ports' protocol TCP (pkg/apis/core/v1/defaults.go). */
+void gq_sim_pod_defaults(json_t *pod);
+
 /* --- store.c --- */
 /* Looks up an object (borrowed, immutable) or NULL. */
 const json_t *gq_sim_get(struct gq_sim_kind *k, const char *ns,

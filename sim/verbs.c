@@ -574,10 +574,7 @@ static void init_status(struct gq_sim_req *r, json_t *obj)
     json_object_set_new(obj, "status",
                         json_pack("{s:s, s:s}", "phase", "Pending",
                                   "qosClass", qos_class(obj)));
-    if (!json_object_get(json_object_get(obj, "spec"),
-                         "terminationGracePeriodSeconds"))
-      json_object_set_new(json_object_get(obj, "spec"),
-                          "terminationGracePeriodSeconds", json_integer(30));
+    gq_sim_pod_defaults(obj);
   } else if (is_core(r->k, "namespaces")) {
     json_object_set_new(obj, "status", json_pack("{s:s}", "phase", "Active"));
   } else if (r->k->has_status && !is_core(r->k, "nodes")) {

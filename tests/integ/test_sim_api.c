@@ -447,6 +447,40 @@ static double now_s(void)
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* A new pod gets kube-apiserver's create-time defaults (sim/defaults.c);
+ * what it sets stays as set. */
+static void test_pod_defaults(void **state)
+{
+  json_t *p, *c0, *c1;
+
+  (void)state;
+  p = call("POST", "/api/v1/namespaces/default/pods",
+           "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":"
+           "\"dflt\"},\"spec\":{\"dnsPolicy\":\"None\",\"containers\":["
+           "{\"name\":\"a\",\"image\":\"repo/img\",\"ports\":[{"
+           "\"containerPort\":80}]},{\"name\":\"b\",\"image\":"
+           "\"repo/img:1.2\"}]}}", NULL, 201, NULL);
+  assert_string_equal(str_at(p, "spec", "dnsPolicy"), "None");
+  assert_string_equal(str_at(p, "spec", "restartPolicy"), "Always");
+  assert_string_equal(str_at(p, "spec", "schedulerName"),
+                      "default-scheduler");
+  assert_string_equal(str_at(p, "spec", "serviceAccountName"), "default");
+  c0 = json_array_get(json_object_get(json_object_get(p, "spec"),
+                                      "containers"), 0);
+  c1 = json_array_get(json_object_get(json_object_get(p, "spec"),
+                                      "containers"), 1);
+  assert_string_equal(str_at(c0, "imagePullPolicy", NULL), "Always");
+  assert_string_equal(str_at(c1, "imagePullPolicy", NULL), "IfNotPresent");
+  assert_string_equal(str_at(c0, "terminationMessagePath", NULL),
+                      "/dev/termination-log");
+  assert_string_equal(json_string_value(json_object_get(json_array_get(
+                          json_object_get(c0, "ports"), 0), "protocol")),
+                      "TCP");
+  json_decref(p);
+  json_decref(call("DELETE", "/api/v1/namespaces/default/pods/dflt", NULL,
+                   NULL, 200, NULL));
+}
+
 /* Boolean query parameters parse as Go's strconv.ParseBool, as
  * kube-apiserver's do: the official Python client's watch=True is a watch
  * (a stream of events, ended here by timeoutSeconds), not a list;
@@ -531,6 +565,7 @@ int main(void)
       cmocka_unit_test(test_events_two_views),
       cmocka_unit_test(test_crd_created_through_api),
       cmocka_unit_test(test_bool_query),
+      cmocka_unit_test(test_pod_defaults),
       cmocka_unit_test(test_fault_injection),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
