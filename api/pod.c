@@ -629,3 +629,18 @@ void gq_pod_release(struct gq_pod *p)
   json_decref(p->json);
   memset(p, 0, sizeof(*p));
 }
+
+int gq_pod_has_gate(const json_t *pod, const char *name)
+{
+  const json_t *gs = json_object_get(json_object_get(pod, "spec"),
+                                     "schedulingGates"), *g;
+  size_t i;
+
+  json_array_foreach((json_t *)gs, i, g) {
+    const char *n = json_string_value(json_object_get(g, "name"));
+
+    if (n && !strcmp(n, name))
+      return 1;
+  }
+  return 0;
+}

@@ -65,4 +65,8 @@ int gq_pod_decode(const json_t *obj, struct gq_pod *out, char *err,
  * and the owned string block); out is then empty. */
 void gq_pod_release(struct gq_pod *out);
 
+/* 1 if pod (a Pod's JSON, borrowed; may be NULL) lists scheduling gate
+ * 'name' in spec.schedulingGates (KEP-3521), else 0. */
+int gq_pod_has_gate(const json_t *pod, const char *name);
+
 #endif

@@ -634,9 +634,10 @@ struct view {
   char teams[512];
 };
 
-static void view_pods(struct ctl *c, const struct cjob *cj, struct view *v)
+/* The lifecycle's pods of cj (j: its valid GpuJob, or NULL). */
+static void view_pods(struct ctl *c, const struct cjob *cj,
+                      const struct gq_gpujob *j, struct view *v)
 {
-  const struct gq_gpujob *j = ctl_job_spec(c, cj);
   size_t n = 0;
 
   v->pods = cj->n_pods ? gq_xcalloc(cj->n_pods, sizeof(*v->pods)) : NULL;
@@ -669,7 +670,7 @@ static void view_build(struct ctl *c, struct cjob *cj, struct view *v)
     list_teams(c, v->teams, sizeof(v->teams));
     v->spec.teams = v->teams;
   }
-  view_pods(c, cj, v);
+  view_pods(c, cj, j, v);
   if (j && cj->state == CJ_ACTIVE && cj->creates_left == 0)
     v->in.seen = pods_seen(c, cj, j);
   v->in.drain_wait_s = c->o.drain_wait_s;

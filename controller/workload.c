@@ -35,12 +35,14 @@
 #include <string.h>
 
 #include "api/meta.h"
+#include "api/pod.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
 #include "controller/ctl_int.h"
 #include "controller/podspec.h"
+#include "decide/admission.h"
 #include "decide/names.h"
 
 static const struct gq_lc lc = {"controller", "workload", NULL};
@@ -48,21 +50,6 @@ static const struct gq_lc lc = {"controller", "workload", NULL};
 #define JOBS_API "/apis/batch/v1"
 
 /* ---- reading workloads ------------------------------------------------ */
-
-static int gated(const json_t *pod)
-{
-  const json_t *g = json_object_get(json_object_get(pod, "spec"),
-                                    "schedulingGates"), *e;
-  size_t i;
-
-  json_array_foreach((json_t *)g, i, e) {
-    const char *n = json_string_value(json_object_get(e, "name"));
-
-    if (n && !strcmp(n, GQ_GATE_ADMISSION))
-      return 1;
-  }
-  return 0;
-}
 
 static int deleting(const json_t *obj)
 {
@@ -72,29 +59,31 @@ static int deleting(const json_t *obj)
   return d && !json_is_null(d);
 }
 
-static const char *label(const json_t *obj, const char *key)
+/* 1 if gpuq's webhook marked obj as its to queue (GQ_ANN_MANAGED). */
+static int managed(const json_t *obj)
 {
-  return gq_meta_obj_label(obj, key);
+  const char *m = gq_meta_obj_annotation(obj, GQ_ANN_MANAGED);
+
+  return m && !strcmp(m, "true");
 }
 
 /* A pod the webhook gated, waiting for gpuq: managed, gated, not gpuq's. */
 static int pod_waiting(const json_t *pod)
 {
-  const char *m = gq_meta_obj_annotation(pod, GQ_ANN_MANAGED);
-
-  return m && !strcmp(m, "true") && gated(pod) && !deleting(pod) &&
-         !label(pod, GQ_LBL_JOB_UID);
+  return managed(pod) && gq_pod_has_gate(pod, GQ_GATE_ADMISSION) &&
+         !deleting(pod) && !gq_meta_obj_label(pod, GQ_LBL_JOB_UID);
 }
 
 /* The GPU resource sched requests, and how many per pod: nvidia.com/gpu,
- * else the first MIG profile (nvidia.com/mig-*). 0 when none. */
+ * else the first other GPU resource (a MIG profile: the webhook's rule,
+ * gq_adm_is_gpu_resource). 0 when none. */
 static int64_t gpu_request(const struct gq_podsched *s, const char **res)
 {
   int64_t n = gq_podsched_request(s, GQ_DEFAULT_GPU_RESOURCE);
 
   *res = GQ_DEFAULT_GPU_RESOURCE;
   for (size_t i = 0; !n && i < s->n_extended; i++)
-    if (!strncmp(s->extended[i].name, "nvidia.com/mig-", 15) &&
+    if (gq_adm_is_gpu_resource(s->extended[i].name) &&
         s->extended[i].value > 0) {
       *res = s->extended[i].name;
       n = s->extended[i].value;
@@ -102,30 +91,33 @@ static int64_t gpu_request(const struct gq_podsched *s, const char **res)
   return n;
 }
 
-/* The team of a workload: its GQ_LBL_TEAM label (the webhook sets it),
- * else the one TeamQuota that admits ns. NULL: none or several. */
+struct quota_list {
+  const struct gq_teamquota **v; /* borrowed from the informer */
+  size_t n;
+};
+
+static void collect_quota(const json_t *obj, void *typed, void *arg)
+{
+  struct quota_list *q = arg;
+
+  (void)obj;
+  if (typed)
+    q->v[q->n++] = typed;
+}
+
+/* The team of a workload, by the webhook's rule (gq_adm_team): its
+ * GQ_LBL_TEAM label if that TeamQuota admits ns, else the one TeamQuota
+ * that admits ns. NULL: none, several, or a label that does not fit. */
 static const char *team_of(struct ctl *c, const json_t *obj, const char *ns)
 {
-  const char *t = label(obj, GQ_LBL_TEAM), *found = NULL;
-  json_t *all, *q;
-  size_t i;
+  struct quota_list q = {0};
+  const char *team = NULL;
 
-  if (t)
-    return t;
-  all = gq_informer_list(c->inf_quotas);
-  json_array_foreach(all, i, q) {
-    const struct gq_teamquota *tq = ctl_quota(c, gq_meta_str(q, "name"));
-
-    if (tq && gq_teamquota_admits_namespace(tq, ns)) {
-      if (found) {
-        found = NULL;
-        break;
-      }
-      found = tq->meta.name;
-    }
-  }
-  json_decref(all);
-  return found;
+  q.v = gq_xcalloc(gq_informer_size(c->inf_quotas) + 1, sizeof(*q.v));
+  gq_informer_foreach(c->inf_quotas, collect_quota, &q);
+  gq_adm_team(gq_meta_obj_label(obj, GQ_LBL_TEAM), ns, q.v, q.n, &team);
+  free(q.v);
+  return team;
 }
 
 /* ---- the stand-in GpuJob ---------------------------------------------- */
@@ -234,6 +226,30 @@ static void created(int rc, const struct gq_k8s_status *st, const json_t *obj,
   free(x);
 }
 
+/* 1 if the stand-in of workload (kind, ns, name) exists or its create is
+ * in flight; its key ("ns/stand-in name") goes into key. Checked before
+ * anything is read of the workload: most events are of workloads queued
+ * already. */
+static void stand_in_key(enum gq_wl_kind kind, const char *ns,
+                         const char *name, char *key, size_t len)
+{
+  char sname[GQ_WL_NAME_MAX + 1];
+
+  gq_wl_shadow_name(kind, name, sname, sizeof(sname));
+  snprintf(key, len, "%s/%s", ns, sname);
+}
+
+static int stand_in_known(struct ctl *c, enum gq_wl_kind kind,
+                          const char *ns, const char *name, char *key,
+                          size_t len)
+{
+  struct cstr *p;
+
+  stand_in_key(kind, ns, name, key, len);
+  HASH_FIND_STR(c->wl_creating, key, p);
+  return p || gq_informer_typed(c->inf_jobs, key);
+}
+
 /* Creates w's stand-in unless it exists or its create is in flight. */
 static void stand_in_create(struct ctl *c, const struct stand_in *w)
 {
@@ -242,11 +258,9 @@ static void stand_in_create(struct ctl *c, const struct stand_in *w)
   struct cstr *p;
   json_t *obj;
 
-  gq_wl_shadow_name(w->kind, w->name, name, sizeof(name));
-  snprintf(key, sizeof(key), "%s/%s", w->ns, name);
-  HASH_FIND_STR(c->wl_creating, key, p);
-  if (p || gq_informer_typed(c->inf_jobs, key))
+  if (stand_in_known(c, w->kind, w->ns, w->name, key, sizeof(key)))
     return;
+  gq_wl_shadow_name(w->kind, w->name, name, sizeof(name));
   p = gq_xcalloc(1, sizeof(*p) + strlen(key) + 1);
   memcpy(p->s, key, strlen(key) + 1);
   HASH_ADD_STR(c->wl_creating, s, p);
@@ -275,7 +289,7 @@ struct group_scan {
 static void scan_one(const json_t *obj, void *typed, void *arg)
 {
   struct group_scan *g = arg;
-  const char *grp = obj ? label(obj, GQ_LBL_POD_GROUP) : NULL;
+  const char *grp = obj ? gq_meta_obj_label(obj, GQ_LBL_POD_GROUP) : NULL;
 
   (void)typed;
   if (grp && !strcmp(grp, g->group) &&
@@ -295,7 +309,7 @@ static int by_name(const void *a, const void *b)
 static json_t *group_pods(struct ctl *c, const json_t *pod, const char *grp)
 {
   struct group_scan g = {gq_meta_str(pod, "namespace"), grp, json_array()};
-  const char *tl = label(pod, GQ_LBL_POD_GROUP_TOTAL);
+  const char *tl = gq_meta_obj_label(pod, GQ_LBL_POD_GROUP_TOTAL);
   int64_t total;
   json_t **v, *out;
   size_t n;
@@ -330,16 +344,20 @@ static json_t *group_pods(struct ctl *c, const json_t *pod, const char *grp)
 static void pod_queue(struct ctl *c, const json_t *pod)
 {
   const char *ns = gq_meta_str(pod, "namespace");
-  const char *grp = label(pod, GQ_LBL_POD_GROUP);
-  json_t *pods = grp ? group_pods(c, pod, grp) : json_pack("[O]", pod);
+  const char *grp = gq_meta_obj_label(pod, GQ_LBL_POD_GROUP);
   struct stand_in w = {grp ? GQ_WL_POD_GROUP : GQ_WL_POD, ns,
                        grp ? grp : gq_meta_str(pod, "name"), NULL, NULL,
-                       0, 0, NULL, json_array(), json_array()};
+                       0, 0, NULL, NULL, NULL};
   const struct gq_pod *p;
   char key[600];
   size_t i;
-  json_t *e;
+  json_t *e, *pods;
 
+  if (stand_in_known(c, w.kind, ns, w.name, key, sizeof(key)))
+    return; /* before a group's scan of every pod */
+  pods = grp ? group_pods(c, pod, grp) : json_pack("[O]", pod);
+  w.pods = json_array();
+  w.owners = json_array();
   if (!pods)
     goto out;
   snprintf(key, sizeof(key), "%s/%s", ns, gq_meta_str(pod, "name"));
@@ -408,19 +426,20 @@ static int64_t job_parallelism(const json_t *job)
 /* Queues a Job the webhook suspended, unless it is done or started. */
 static void job_queue(struct ctl *c, const json_t *job)
 {
-  const char *m = gq_meta_obj_annotation(job, GQ_ANN_MANAGED), *msg;
+  const char *msg;
   const json_t *spec = json_object_get(job, "spec");
   const char *ns = gq_meta_str(job, "namespace");
   struct stand_in w = {GQ_WL_JOB, ns, gq_meta_str(job, "name"), NULL, NULL,
                        0, 0, NULL, NULL, NULL};
   const json_t *tmpl = json_object_get(spec, "template");
-  char err[GQ_DEC_MSG_MAX];
+  char err[GQ_DEC_MSG_MAX], key[400];
   struct gq_pod tp;
   json_t *pod;
   int64_t n = job_parallelism(job);
 
-  if (!m || strcmp(m, "true") || !json_is_true(json_object_get(spec,
-                                                                "suspend")) ||
+  if (!managed(job) || stand_in_known(c, GQ_WL_JOB, ns, w.name, key,
+                                      sizeof(key)) ||
+      !json_is_true(json_object_get(spec, "suspend")) ||
       deleting(job) || job_ended(job, &msg) || n < 1 || n > GQ_MAX_REPLICAS ||
       !json_is_object(json_object_get(tmpl, "spec")))
     return;
@@ -453,11 +472,10 @@ static void job_queue(struct ctl *c, const json_t *job)
 static void mark_stand_in(struct ctl *c, enum gq_wl_kind kind,
                           const char *ns, const char *name)
 {
-  char sname[GQ_WL_NAME_MAX + 1], key[400];
+  char key[400];
   const struct gq_gpujob *j;
 
-  gq_wl_shadow_name(kind, name, sname, sizeof(sname));
-  snprintf(key, sizeof(key), "%s/%s", ns, sname);
+  stand_in_key(kind, ns, name, key, sizeof(key));
   j = gq_informer_typed(c->inf_jobs, key);
   if (j)
     ctl_mark(c, ctl_job(c, j->meta.uid));
@@ -465,12 +483,11 @@ static void mark_stand_in(struct ctl *c, enum gq_wl_kind kind,
 
 void workload_pod_event(struct ctl *c, const json_t *pod, int present)
 {
-  const char *m = gq_meta_obj_annotation(pod, GQ_ANN_MANAGED);
   const char *grp;
 
-  if (!m || strcmp(m, "true"))
+  if (!managed(pod))
     return;
-  grp = label(pod, GQ_LBL_POD_GROUP);
+  grp = gq_meta_obj_label(pod, GQ_LBL_POD_GROUP);
   if (!present) { /* its stand-in may have to go */
     mark_stand_in(c, grp ? GQ_WL_POD_GROUP : GQ_WL_POD,
                   gq_meta_str(pod, "namespace"),
@@ -483,9 +500,7 @@ void workload_pod_event(struct ctl *c, const json_t *pod, int present)
 
 void workload_job_event(struct ctl *c, const json_t *job, int present)
 {
-  const char *m = gq_meta_obj_annotation(job, GQ_ANN_MANAGED);
-
-  if (!m || strcmp(m, "true"))
+  if (!managed(job))
     return;
   mark_stand_in(c, GQ_WL_JOB, gq_meta_str(job, "namespace"),
                 gq_meta_str(job, "name"));
@@ -630,7 +645,7 @@ static void admit_pod(struct ctl *c, struct cjob *cj,
                           cj->attempt};
   c->creating++;
   ctl_write_begin(c);
-  if (!pod || !n || !gated(pod)) {
+  if (!pod || !n || !gq_pod_has_gate(pod, GQ_GATE_ADMISSION)) {
     GQ_LOG(GQ_WARN, &lc, "job %s: pod %s is %s; the attempt is a miss",
            cj->key, key, !pod ? "gone" : !n ? "on a node that is gone"
                                             : "no longer gated");

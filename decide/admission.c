@@ -87,33 +87,35 @@ static void refuse(struct gq_adm_result *out, const char *fmt, ...)
 }
 
 /* How a workload's team resolves. */
-enum team_rc {
-  TEAM_OK,        /* *team set */
-  TEAM_NONE,      /* no TeamQuota admits the namespace, and no label */
-  TEAM_AMBIGUOUS, /* several admit it, and no label */
-  TEAM_BAD_LABEL  /* the label names no TeamQuota admitting it */
-};
-
-static enum team_rc resolve_team(const struct gq_adm_req *r,
-                                 const struct gq_teamquota *const *tq, size_t n,
-                                 const char **team)
+enum gq_adm_team_rc gq_adm_team(const char *label, const char *ns,
+                                const struct gq_teamquota *const *tq,
+                                size_t n, const char **team)
 {
-  const char *lbl = gq_kv_get(r->obj.labels, r->obj.n_labels, GQ_LBL_TEAM);
   size_t admitting = 0;
 
   *team = NULL;
   for (size_t i = 0; i < n; i++) {
-    if (!gq_teamquota_admits_namespace(tq[i], r->ns))
+    if (!gq_teamquota_admits_namespace(tq[i], ns))
       continue;
     admitting++;
-    if (!lbl || !strcmp(lbl, tq[i]->meta.name))
+    if (!label || !strcmp(label, tq[i]->meta.name))
       *team = tq[i]->meta.name;
   }
-  if (lbl)
-    return *team ? TEAM_OK : TEAM_BAD_LABEL;
+  if (label)
+    return *team ? GQ_ADM_TEAM_OK : GQ_ADM_TEAM_BAD_LABEL;
   if (admitting > 1)
     *team = NULL;
-  return admitting == 0 ? TEAM_NONE : admitting == 1 ? TEAM_OK : TEAM_AMBIGUOUS;
+  return admitting == 0   ? GQ_ADM_TEAM_NONE
+         : admitting == 1 ? GQ_ADM_TEAM_OK
+                          : GQ_ADM_TEAM_AMBIGUOUS;
+}
+
+static enum gq_adm_team_rc resolve_team(const struct gq_adm_req *r,
+                                        const struct gq_teamquota *const *tq,
+                                        size_t n, const char **team)
+{
+  return gq_adm_team(gq_kv_get(r->obj.labels, r->obj.n_labels, GQ_LBL_TEAM),
+                     r->ns, tq, n, team);
 }
 
 static int has_gate(const struct gq_adm_obj *o, const char *gate)
@@ -224,7 +226,7 @@ size_t gq_adm_mutate(const struct gq_adm_req *r,
   /* A Job joins gpuq by its team label too; a pod only by its GPUs. */
   if (!o->gpus && !(r->kind == GQ_ADM_JOB && labelled))
     return 0;
-  if (resolve_team(r, tq, n, &out->team) != TEAM_OK)
+  if (resolve_team(r, tq, n, &out->team) != GQ_ADM_TEAM_OK)
     return 0; /* unchanged: not a team's, or refused by validation */
   if (r->kind == GQ_ADM_POD) {
     add_gate(out, o);
@@ -254,9 +256,9 @@ static int check_team(const struct gq_adm_req *r,
   struct app a = {list, sizeof(list), 0};
 
   switch (resolve_team(r, tq, n, &out->team)) {
-  case TEAM_OK:
+  case GQ_ADM_TEAM_OK:
     return 1;
-  case TEAM_NONE:
+  case GQ_ADM_TEAM_NONE:
     if (!r->obj.gpus)
       return 1;
     list_teams(&a, tq, n);
@@ -265,7 +267,7 @@ static int check_team(const struct gq_adm_req *r,
            "(TeamQuotas: %s); %s must run in a team namespace",
            r->ns, list, noun(r));
     return 0;
-  case TEAM_AMBIGUOUS:
+  case GQ_ADM_TEAM_AMBIGUOUS:
     if (!r->obj.gpus)
       return 1;
     list_admitting(&a, tq, n, r->ns);
@@ -275,7 +277,7 @@ static int check_team(const struct gq_adm_req *r,
            "team",
            GQ_LBL_TEAM, r->ns, list, noun(r));
     return 0;
-  case TEAM_BAD_LABEL:
+  case GQ_ADM_TEAM_BAD_LABEL:
     break;
   }
   for (size_t i = 0; i < n; i++)

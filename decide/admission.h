@@ -94,6 +94,22 @@ struct gq_adm_result {
  * else 0. */
 int gq_adm_is_gpu_resource(const char *name);
 
+/* How a workload's team is found, the one rule for the webhooks and the
+ * controller's stand-ins (controller/workload.c): with a gpuq.dev/team
+ * label (label non-NULL), the TeamQuota of that name if it admits
+ * namespace ns (else BAD_LABEL); without one, the TeamQuota that admits
+ * ns when exactly one of the n TeamQuotas tq does (else NONE or
+ * AMBIGUOUS). *team gets the team (borrowed from tq) or NULL. */
+enum gq_adm_team_rc {
+  GQ_ADM_TEAM_OK,
+  GQ_ADM_TEAM_NONE,      /* no TeamQuota admits the namespace, no label */
+  GQ_ADM_TEAM_AMBIGUOUS, /* several admit it, no label */
+  GQ_ADM_TEAM_BAD_LABEL  /* the label names no TeamQuota admitting it */
+};
+enum gq_adm_team_rc gq_adm_team(const char *label, const char *ns,
+                                const struct gq_teamquota *const *tq,
+                                size_t n, const char **team);
+
 /* The mutating webhook's decision on r, given the n TeamQuotas tq (in the
  * order messages list them: the webhook sorts them by name). Always
  * allowed; fills out->ops with what to add (none when the object passes

@@ -551,6 +551,14 @@ static void one_shot_done(const struct gq_life_in *in, struct gq_life_out *o)
     j->preemptions++;
     add_a(o, GQ_LIFE_DRAIN_LIST, 0);
     add(o, GQ_LIFE_M_PREEMPTION)->str = j->cause ? j->cause : "Disrupted";
+    if (j->td_ms) { /* no resume: all it did since it started is lost */
+      struct gq_life_eff *e = add(o, GQ_LIFE_M_LOST);
+
+      e->a = j->td_ms;
+      e->b = j->start_ms;
+      e->c = j->gpus;
+      j->td_ms = 0;
+    }
     add(o, GQ_LIFE_VICTIM_DONE);
   }
   free_nodes(o);

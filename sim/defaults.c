@@ -8,8 +8,7 @@
 
 #include <string.h>
 
-/* Sets obj[key] = v (taken) unless obj has key. */
-static void dflt(json_t *obj, const char *key, json_t *v)
+void gq_sim_default(json_t *obj, const char *key, json_t *v)
 {
   if (json_object_get(obj, key))
     json_decref(v);
@@ -38,15 +37,15 @@ static void container_defaults(json_t *c)
 
   if (!json_is_object(c))
     return;
-  dflt(c, "imagePullPolicy",
-       json_string(pull_policy(json_string_value(json_object_get(c,
-                                                                 "image")))));
-  dflt(c, "terminationMessagePath", json_string("/dev/termination-log"));
-  dflt(c, "terminationMessagePolicy", json_string("File"));
-  dflt(c, "resources", json_object());
-  json_array_foreach(ports, i, p)
-    if (json_is_object(p))
-      dflt(p, "protocol", json_string("TCP"));
+  gq_sim_default(
+      c, "imagePullPolicy",
+      json_string(pull_policy(json_string_value(json_object_get(c, "image")))));
+  gq_sim_default(c, "terminationMessagePath",
+                 json_string("/dev/termination-log"));
+  gq_sim_default(c, "terminationMessagePolicy", json_string("File"));
+  gq_sim_default(c, "resources", json_object());
+  json_array_foreach(ports, i, p) if (json_is_object(p))
+      gq_sim_default(p, "protocol", json_string("TCP"));
 }
 
 void gq_sim_pod_defaults(json_t *pod)
@@ -56,18 +55,18 @@ void gq_sim_pod_defaults(json_t *pod)
 
   if (!json_is_object(spec))
     return;
-  dflt(spec, "restartPolicy", json_string("Always"));
-  dflt(spec, "terminationGracePeriodSeconds", json_integer(30));
-  dflt(spec, "dnsPolicy", json_string("ClusterFirst"));
-  dflt(spec, "securityContext", json_object());
-  dflt(spec, "schedulerName", json_string("default-scheduler"));
-  dflt(spec, "enableServiceLinks", json_true());
-  dflt(spec, "serviceAccountName", json_string("default"));
+  gq_sim_default(spec, "restartPolicy", json_string("Always"));
+  gq_sim_default(spec, "terminationGracePeriodSeconds", json_integer(30));
+  gq_sim_default(spec, "dnsPolicy", json_string("ClusterFirst"));
+  gq_sim_default(spec, "securityContext", json_object());
+  gq_sim_default(spec, "schedulerName", json_string("default-scheduler"));
+  gq_sim_default(spec, "enableServiceLinks", json_true());
+  gq_sim_default(spec, "serviceAccountName", json_string("default"));
   if (!json_object_get(spec, "serviceAccount")) /* the deprecated alias */
     json_object_set(spec, "serviceAccount",
                     json_object_get(spec, "serviceAccountName"));
   for (int k = 0; k < 2; k++)
-    json_array_foreach(json_object_get(spec, k ? "initContainers"
-                                               : "containers"), i, c)
-      container_defaults(c);
+    json_array_foreach(
+        json_object_get(spec, k ? "initContainers" : "containers"), i, c)
+        container_defaults(c);
 }

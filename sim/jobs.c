@@ -47,13 +47,6 @@ int gq_sim_is_job(const struct gq_sim_kind *k)
   return !strcmp(k->group, "batch") && !strcmp(k->plural, "jobs");
 }
 
-static void set_default(json_t *o, const char *key, json_t *v)
-{
-  if (!json_object_get(o, key))
-    json_object_set(o, key, v);
-  json_decref(v);
-}
-
 void gq_sim_job_defaults(json_t *job)
 {
   json_t *spec = json_object_get(job, "spec");
@@ -62,10 +55,10 @@ void gq_sim_job_defaults(json_t *job)
 
   if (!json_is_object(spec))
     return;
-  set_default(spec, "parallelism", json_integer(1));
-  set_default(spec, "backoffLimit", json_integer(6));
-  set_default(spec, "suspend", json_false());
-  set_default(spec, "completionMode", json_string("NonIndexed"));
+  gq_sim_default(spec, "parallelism", json_integer(1));
+  gq_sim_default(spec, "backoffLimit", json_integer(6));
+  gq_sim_default(spec, "suspend", json_false());
+  gq_sim_default(spec, "completionMode", json_string("NonIndexed"));
   if (!json_is_object(tmpl))
     json_object_set_new(spec, "template", tmpl = json_object());
   if (!json_is_object(tm = json_object_get(tmpl, "metadata")))
@@ -77,8 +70,8 @@ void gq_sim_job_defaults(json_t *job)
   json_object_set_new(labels, "controller-uid", json_string(uid));
   json_object_set_new(labels, "job-name", json_string(name));
   sel = json_pack("{s:{s:s}}", "matchLabels", LBL_UID, uid);
-  set_default(spec, "selector", sel);
-  set_default(json_object_get(tmpl, "spec") ? json_object_get(tmpl, "spec")
+  gq_sim_default(spec, "selector", sel);
+  gq_sim_default(json_object_get(tmpl, "spec") ? json_object_get(tmpl, "spec")
                                              : tmpl,
               "restartPolicy", json_string("Never"));
 }
@@ -114,18 +107,6 @@ struct job_counts {
   int64_t active, ready, succeeded, failed;
 };
 
-static int is_mine(const json_t *pod, const char *uid)
-{
-  const json_t *refs = json_object_get(json_object_get(pod, "metadata"),
-                                       "ownerReferences"), *r;
-  size_t i;
-
-  json_array_foreach((json_t *)refs, i, r)
-    if (!strcmp(sv(r, "uid"), uid))
-      return 1;
-  return 0;
-}
-
 static int is_ready(const json_t *pod)
 {
   const json_t *cs = json_object_get(json_object_get(pod, "status"),
@@ -153,7 +134,7 @@ static void count_pods(struct gq_sim *s, const json_t *job, int del,
   json_array_foreach(pods, i, p) {
     const char *ph = sv(json_object_get(p, "status"), "phase");
 
-    if (!is_mine(p, uid))
+    if (!gq_sim_owned_by(p, uid))
       continue;
     if (!strcmp(ph, "Succeeded"))
       n->succeeded++;

@@ -307,6 +307,8 @@ const char *gq_sim_kind_api_version(const struct gq_sim_kind *k, char *buf,
                                     size_t len);
 
 /* --- defaults.c --- */
+/* Sets obj[key] = v (taken) unless obj has key: an API default. */
+void gq_sim_default(json_t *obj, const char *key, json_t *v);
 /* Sets the defaults kube-apiserver gives a new Pod (pod, changed in
  * place; absent fields only): spec restartPolicy Always,
  * terminationGracePeriodSeconds 30, dnsPolicy ClusterFirst,
@@ -346,6 +348,8 @@ void gq_sim_store_release(struct gq_sim *s);
 /* Sorted snapshot of a kind's objects (optionally in one namespace):
  * a new JSON array of references. */
 json_t *gq_sim_list(struct gq_sim_kind *k, const char *ns);
+/* 1 if obj names uid among its metadata.ownerReferences, else 0. */
+int gq_sim_owned_by(const json_t *obj, const char *uid);
 /* "ns/name" key of an object into buf. */
 const char *gq_sim_key(const struct gq_sim_kind *k, const char *ns,
                        const char *name, char *buf, size_t len);

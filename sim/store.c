@@ -194,8 +194,7 @@ const json_t *gq_sim_put(struct gq_sim *s, struct gq_sim_kind *k, json_t *obj)
   return obj;
 }
 
-/* Does obj name 'uid' among its ownerReferences? */
-static int owned_by(const json_t *obj, const char *uid)
+int gq_sim_owned_by(const json_t *obj, const char *uid)
 {
   const char *u;
 
@@ -225,7 +224,7 @@ static void cascade(struct gq_sim *s, const char *ns, const char *uid)
       continue;
     items = gq_sim_list(k, k->namespaced ? ns : NULL);
     json_array_foreach(items, i, it) {
-      if (owned_by(it, uid))
+      if (gq_sim_owned_by(it, uid))
         json_decref(gq_sim_delete(s, k, gq_meta_str(it, "namespace"),
                                   gq_meta_str(it, "name"), -1, 0));
     }

@@ -815,22 +815,6 @@ static int finalized(const struct gq_sim_req *r, const json_t *obj)
          !is_core(r->k, "pods");
 }
 
-/* Is gate 'name' among the pod's spec.schedulingGates? */
-static int has_gate(const json_t *pod, const char *name)
-{
-  const json_t *gs = json_object_get(json_object_get(pod, "spec"),
-                                     "schedulingGates"), *g;
-  size_t i;
-
-  json_array_foreach((json_t *)gs, i, g) {
-    const char *n = json_string_value(json_object_get(g, "name"));
-
-    if (n && !strcmp(n, name))
-      return 1;
-  }
-  return 0;
-}
-
 /* Pod scheduling gates may only be removed by an update (KEP-3521;
  * pkg/apis/core/validation ValidatePodUpdate). The other scheduling
  * directives a gated pod may change (KEP-3838) need no check: the sim
@@ -849,7 +833,7 @@ static int check_gates(struct gq_sim_req *r, const json_t *cur,
   json_array_foreach((json_t *)gs, i, g) {
     const char *n = json_string_value(json_object_get(g, "name"));
 
-    if (!n || has_gate(cur, n))
+    if (!n || gq_pod_has_gate(cur, n))
       continue;
     snprintf(msg, sizeof(msg), "Forbidden: only deletion is allowed, but "
              "found new scheduling gate '%s'", n);

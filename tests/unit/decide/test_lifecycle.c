@@ -1369,6 +1369,7 @@ static void test_one_shot_disrupted(void **state)
   f.in.job.cause = "PreemptedByPriority";
   f.in.n_pods = 0; /* its pods are gone */
   gq_life_reconcile(&f.in, &o);
+  assert_true(has_kind(&o, GQ_LIFE_M_LOST)); /* no resume: counted lost */
   assert_int_equal(o.job.state, CJ_DONE);
   assert_int_equal(o.job.phase, GQ_PHASE_FAILED);
   assert_string_equal(o.job.reason, "Preempted");
