@@ -411,6 +411,7 @@ static void read_status_loose(const json_t *s, struct gq_gpujob_status *st)
                 {"attempts", GQ_ST_ATTEMPTS},
                 {"failedAttempts", GQ_ST_FAILURES},
                 {"preemptions", GQ_ST_PREEMPTIONS},
+                {"attainedGPUSeconds", GQ_ST_SERVICE},
                 {"observedGeneration", GQ_ST_GENERATION},
                 {"conditions", GQ_ST_CONDITIONS},
                 {"lastCheckpoint", GQ_ST_CHECKPOINT}};
@@ -486,6 +487,8 @@ static void decode_status(struct gq_dec *d, const json_t *obj,
                                         INT32_MAX, 0, &st->preemptions));
   ST_READ(GQ_ST_FAILURES, gq_dec_int(fd, s, "status.failedAttempts", 0,
                                      INT32_MAX, 0, &st->failures));
+  ST_READ(GQ_ST_SERVICE, gq_dec_int(fd, s, "status.attainedGPUSeconds", 0,
+                                    INT64_MAX, 0, &st->service_s));
   ST_READ(GQ_ST_GENERATION,
           gq_dec_int(fd, s, "status.observedGeneration", 0, INT64_MAX, 0,
                      &st->observed_generation));

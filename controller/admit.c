@@ -330,7 +330,7 @@ static void team_views(struct ctl *c, struct cohort_in *ci, size_t i)
     ci->jobs[i][x] = (struct gq_pass_job){
         cj, cj->key, cj->uid, ctl_job_spec(c, cj), cj->gpus, cj->priority,
         cj->queued_ms, cj->shape, cj->resv_nodes != NULL, cj->victims_left,
-        cj->preempt_ms};
+        cj->preempt_ms, cj->level};
   }
   t->jobs = ci->jobs[i];
   t->n_jobs = n;
@@ -423,15 +423,22 @@ static void cands(struct ctl *c, struct cohort_in *ci)
   size_t n = cand_pods(c, ci);
 
   ci->cands = gq_xcalloc(n + 1, sizeof(*ci->cands));
+  const struct gq_las *las = ctl_las(c);
+  int64_t now = gq_clock_now_ms();
+
   for (size_t i = 0; i < n; i++) {
     struct cjob *x = ci->list[i]->cj;
     const struct gq_gpujob *xj = ctl_job_spec(c, x);
+    int64_t interval = xj ? xj->checkpoint_interval_s : -1;
 
     ci->cands[i] = (struct gq_pass_cand){
         x, x->key, ci->list[i]->team, x->priority, x->gpus, x->flavor,
-        x->start_ms, x->ckpt_ms, xj ? xj->checkpoint_interval_s : -1,
-        xj && xj->preemptible, ci->list[i]->n, ci->list[i]->nodes,
-        ci->list[i]->reqs};
+        x->start_ms, x->ckpt_ms, interval, xj && xj->preemptible,
+        gq_las_level(las, gq_las_service(x->service_s, x->gpus, x->start_ms,
+                                         now)),
+        gq_las_demotable(las, xj && xj->has_checkpoint, x->drain_wait,
+                         interval, x->start_ms, now),
+        ci->list[i]->n, ci->list[i]->nodes, ci->list[i]->reqs};
   }
   ci->in.cands = ci->cands;
   ci->in.n_cands = n;
@@ -451,8 +458,11 @@ static void draining_views(struct ctl *c, struct cohort_in *ci)
 
     if (!j || ti == ci->in.n_teams || j->suspend)
       continue;
-    ci->draining[n++] = (struct gq_pass_draining){cj, j, ti, cj->priority,
-                                                  cj->queued_ms, cj->flavor};
+    ci->draining[n++] = (struct gq_pass_draining){
+        cj, j, ti, cj->priority,
+        gq_las_level(ctl_las(c), gq_las_service(cj->service_s, cj->gpus,
+                                                cj->start_ms, cj->td_ms)),
+        cj->queued_ms, cj->flavor};
   }
   ci->in.draining = ci->draining;
   ci->in.n_draining = n;
@@ -460,8 +470,8 @@ static void draining_views(struct ctl *c, struct cohort_in *ci)
 
 /* Team t (TeamQuota q) as the pass's team n of ci (its adm_prio is set
  * once every team is in: ci->prio moves meanwhile). */
-static void team_add(struct cohort_in *ci, size_t n, struct cteam *t,
-                     const struct gq_teamquota *q)
+static void team_add(struct ctl *c, struct cohort_in *ci, size_t n,
+                     struct cteam *t, const struct gq_teamquota *q)
 {
   ci->teams = gq_xrealloc(ci->teams, (n + 1) * sizeof(*ci->teams));
   ci->ct = gq_xrealloc(ci->ct, (n + 1) * sizeof(*ci->ct));
@@ -473,8 +483,9 @@ static void team_add(struct cohort_in *ci, size_t n, struct cteam *t,
                                                    t->adm_prio[i].n};
   ci->ct[n] = t;
   ci->jobs[n] = NULL;
-  ci->teams[n] = (struct gq_pass_team){t->name, q, NULL, t->n_adm_prio, t->n,
-                                       NULL, 0};
+  ci->teams[n] = (struct gq_pass_team){
+      t->name, q,   NULL, t->n_adm_prio, t->n, NULL, 0,
+      las_team_mean_gpus(c, t)};
   ci->use = gq_xrealloc(ci->use, (ci->n_use + t->n_use + 1) *
                                      sizeof(*ci->use));
   for (size_t i = 0; i < t->n_use; i++)
@@ -496,7 +507,7 @@ static void cohort_input(struct ctl *c, struct ccohort *k,
 
     if (!q || ctl_cohort(c, q->cohort, t->name) != k)
       continue;
-    team_add(ci, n++, t, q);
+    team_add(c, ci, n++, t, q);
   }
   for (size_t i = 0, off = 0; i < n; off += ci->teams[i++].n_adm_prio)
     ci->teams[i].adm_prio = ci->prio + off;
@@ -505,6 +516,7 @@ static void cohort_input(struct ctl *c, struct ccohort *k,
   ci->in.has_cohort = *k->redis_cohort != '\0';
   ci->in.use = ci->use;
   ci->in.n_use = ci->n_use;
+  ci->in.las = ctl_las(c);
   if (n && !c->o.fifo)
     draining_views(c, ci);
 }

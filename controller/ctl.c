@@ -382,6 +382,7 @@ static void run_tick(struct ctl *c)
     return;
   c->tick_due = 0;
   jobs_tick(c, gq_clock_now_ms(), &next);
+  las_tick(c);
   if (next >= 0) { /* the earliest limit is due before the next tick */
     int64_t d = gq_clock_to_real(gq_clock_get(), next) - gq_clock_real_ms();
 
@@ -613,6 +614,12 @@ struct gq_ctl *gq_ctl_new(uv_loop_t *loop, struct gq_kclient *kc,
                                              : "gpuq-controller");
   c->o.identity = gq_xstrdup(o->identity ? o->identity : "gpuq-controller");
   gq_capacity_init(&c->cap, c->o.topology_key);
+  if (c->o.las.n_thresholds == 0) { /* the default levels */
+    struct gq_las d = GQ_LAS_DEFAULT;
+
+    memcpy(c->o.las.thresholds, d.thresholds, sizeof(d.thresholds));
+    c->o.las.n_thresholds = d.n_thresholds;
+  }
   if (c->o.audit_s <= 0)
     c->o.audit_s = 60;
   if (c->o.sweep_ms <= 0)

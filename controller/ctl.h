@@ -16,6 +16,7 @@
  */
 #ifndef GQ_CONTROLLER_CTL_H
 #define GQ_CONTROLLER_CTL_H
+#include "decide/las.h"
 #include <stdint.h>
 #include <uv.h>
 
@@ -54,6 +55,13 @@ struct gq_ctl_opts {
   int leader_elect;            /* campaign for the Lease below first */
   int fifo;                    /* --policy fifo: the plain FIFO baseline
                                   (admit.c; for comparisons, bench/replay) */
+  /* --scheduling: the policy of every cohort (decide/las.h), and the
+   * attained-service parameters (las.n_thresholds 0 = GQ_LAS_DEFAULT) */
+  enum gq_sched_policy sched;
+  struct gq_las las;
+  /* --fair-share-half-life: half-life of the teams' decayed usage history
+   * (virtual seconds, kept in Redis); 0 = none: shares from current use */
+  int64_t fair_half_life_s;
   const char *lease_ns, *lease_name, *identity;
   int64_t audit_s;             /* ledger audit period (real s); 0 = 60 */
   int64_t quota_status_ms;     /* least time between two status writes of

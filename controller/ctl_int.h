@@ -98,6 +98,11 @@ struct cjob {
   char **resv_nodes;    /* a preemptor: the nodes reserved for its
                            replicas (owned, NULL-terminated), or NULL */
   int64_t preempt_ms;   /* real ms of its last victim search */
+  /* attained service (decide/las.h; the lifecycle keeps the first three):
+   * GPU-seconds of its ended attempts, its last attempt's run and when it
+   * was requeued (virtual ms), and its level while queued */
+  int64_t service_s, last_run_ms, requeued_ms;
+  int level;
   int64_t cordon_ms;    /* drainPolicy Wait: virtual ms its node was first
                            seen cordoned, 0 = not cordoned */
   /* flags (0 or 1), one byte each: one record per queued job */
@@ -161,6 +166,11 @@ struct cteam {
    * job of the team could be a victim (jobs_use keeps it) */
   struct cprio *adm_prio;
   size_t n_adm_prio;
+  /* fair share over time (las.c): its decayed usage (GPU-seconds) as of
+   * hist_ms (virtual), loaded from Redis once (hist_loaded) */
+  double hist_gpu_s;
+  int64_t hist_ms;
+  int hist_loaded;
   int qs_inflight;       /* a TeamQuota status patch is in flight */
   json_t *qs_sent;       /* the status last sent (until the informer shows
                             it, the same is not sent again); owned */
@@ -243,6 +253,7 @@ struct ctl {
   unsigned ev_n, ev_inflight;
   int64_t pos_ms;            /* real ms of the last top-positions refresh */
   int64_t pass_ms;           /* mono ms of the last admission pass (ctl.c) */
+  int64_t fair_save_ms;      /* mono ms the fair-share history was saved */
   int settled;               /* the work queue has been empty once since
                                 acting began: passes may then run between
                                 batches (ctl.c run_pass) */
@@ -334,9 +345,11 @@ void ctl_api_error(struct ctl *c, const char *verb, const char *what, int rc,
  * they appear, workload_pod_of_attempt). */
 void jobs_replica_key(const struct cjob *cj, const struct gq_gpujob *j,
                       int64_t attempt, int32_t r, char *key, size_t len);
-/* Inserts cj into its team's in-memory queue at its place (priority, queue
- * time, uid: queue/queue.h's member order) and sets it CJ_QUEUED with its
- * team's cohort; no-op when it is queued. Redis is the caller's. */
+/* Inserts cj into its team's in-memory queue at its place (priority,
+ * cj->level as the caller set it, queue time, uid: decide/las.h
+ * gq_qorder_before; without levels queue/queue.h's member order) and sets
+ * it CJ_QUEUED with its team's cohort; no-op when it is queued. Redis is
+ * the caller's. */
 void store_queue_insert(struct ctl *c, struct cjob *cj);
 /* Takes cj out of its team's in-memory queue (Redis is told separately:
  * admitted jobs leave it in the admit script, deleted ones by remove). */
@@ -549,6 +562,20 @@ void disrupt_forget(struct cjob *cj);
 void admit_pass(struct ctl *c);
 /* Frees what admit.c keeps in c (at the end). */
 void admit_free(struct ctl *c);
+
+/* las.c: attained-service scheduling and fair share over time */
+/* The attained-service parameters when the cohorts schedule by attained
+ * service (--scheduling attained-service, not --policy fifo), else NULL. */
+const struct gq_las *ctl_las(const struct ctl *c);
+/* Team t's decayed usage history as the mean GPUs it used (brought to
+ * now); 0 without --fair-share-half-life. */
+double las_team_mean_gpus(struct ctl *c, struct cteam *t);
+/* Reads the saved history of a cohort's teams (cohort "" : of the lone
+ * team) from Redis, once per connect (after its ledger read). */
+void las_load(struct ctl *c, const char *cohort, const char *team);
+/* Every tick: accrues the teams' history, saves it now and then, and
+ * promotes starved queued jobs to level 0. */
+void las_tick(struct ctl *c);
 
 /* status.c */
 /* Sets the reason (a string of static storage duration: cj keeps the

@@ -70,6 +70,7 @@ void jobs_queue_add(struct ctl *c, struct cjob *cj)
 
   if (cj->t)
     return;
+  cj->level = gq_las_level(ctl_las(c), cj->service_s);
   store_queue_insert(c, cj);
   k = ctl_cohort(c, cj->cohort, cj->team);
   if (!k->rebuilt && !k->rebuilding)
@@ -466,7 +467,7 @@ void jobs_create_pods(struct ctl *c, struct cjob *cj)
   X(create_pending) X(running) X(adopted) X(preempted) X(edit_told)        \
   X(queued_ms) X(admitted_ms) X(start_ms) X(first_start_ms)                \
   X(completion_ms) X(eta_ms) X(td_sent_ms) X(td_ms) X(cordon_ms)           \
-  X(cause_grace_s)
+  X(cause_grace_s) X(service_s) X(last_run_ms) X(requeued_ms)
 #define LIFE_IN(f) v->f = cj->f;
 #define LIFE_OUT(f) cj->f = v->f;
 
@@ -547,6 +548,7 @@ static void view_status(const struct gq_gpujob_status *st,
   s->st_attempts = st->attempts;
   s->st_failures = st->failures;
   s->st_preemptions = st->preemptions;
+  s->st_service_s = st->service_s;
   s->st_queued_ms = st->queued_ms;
   s->st_admitted_ms = st->admitted_ms;
   s->st_start_ms = st->start_ms;

@@ -34,6 +34,7 @@ static void rb_ver(int rc, long long version, const struct gq_ledger_use *use,
   if (rc == 0) {
     x->k->ver = version;
     x->k->rebuilt = 1;
+    las_load(x->c, x->k->redis_cohort, x->team);
   } else {
     GQ_LOG(GQ_WARN, &lc, "ledger read of cohort %s failed: %s", x->k->name,
            gq_strerror(rc));

@@ -6,6 +6,9 @@
  *                   [--lease-namespace NS] [--lease-name N] [--identity ID]
  *                   [--gpu-product-label KEY] [--topology-key KEY]
  *                   [--policy gpuq|fifo]
+ *                   [--scheduling attained-service|fifo-backfill]
+ *                   [--las-thresholds GPU_S,...] [--min-run-seconds S]
+ *                   [--starve-factor F] [--fair-share-half-life S]
  *                   [--drain-taints KEY,...] [--drain-wait SECONDS]
  *                   [--notready-timeout SECONDS]
  *                   [--kube-qps Q] [--kube-burst B]
@@ -58,6 +61,9 @@ static void usage(FILE *f)
       "         [--leader-elect] [--lease-namespace NS] [--lease-name NAME]\n"
       "         [--identity ID] [--gpu-product-label KEY] [--topology-key KEY]\n"
       "         [--policy gpuq|fifo]\n"
+      "         [--scheduling attained-service|fifo-backfill]\n"
+      "         [--las-thresholds GPU_S,...] [--min-run-seconds S]\n"
+      "         [--starve-factor F] [--fair-share-half-life S]\n"
       "         [--drain-taints KEY,...] [--drain-wait SECONDS]\n"
       "         [--notready-timeout SECONDS]\n"
       "         [--kube-qps Q] [--kube-burst B] [--ledger-audit-seconds N]\n"
@@ -285,6 +291,10 @@ static const struct {
     {"--quota-status-interval-ms", 1, 3600000,
      offsetof(struct args, co.quota_status_ms)},
     {"--ledger-audit-seconds", 1, 86400, offsetof(struct args, co.audit_s)},
+    {"--min-run-seconds", 0, GQ_MAX_DURATION_S,
+     offsetof(struct args, co.las.min_run_s)},
+    {"--fair-share-half-life", 0, GQ_MAX_DURATION_S,
+     offsetof(struct args, co.fair_half_life_s)},
 };
 
 /* The flags with their own checks: flag f with value v. Returns 0, 2 on a
@@ -302,6 +312,27 @@ static int parse_special(struct args *a, const char *f, const char *v)
       return 2;
     }
     a->co.fifo = !strcmp(v, "fifo");
+  } else if (!strcmp(f, "--scheduling")) {
+    if (gq_sched_policy_parse(v, &a->co.sched) != 0) {
+      fprintf(stderr, "gpuq-controller: --scheduling: want attained-service "
+              "or fifo-backfill, got '%s'\n", v);
+      return 2;
+    }
+  } else if (!strcmp(f, "--las-thresholds")) {
+    if (gq_las_parse_thresholds(v, &a->co.las, err, sizeof(err)) != 0) {
+      fprintf(stderr, "gpuq-controller: --las-thresholds: %s\n", err);
+      return 2;
+    }
+  } else if (!strcmp(f, "--starve-factor")) {
+    char *end;
+    double x = strtod(v, &end);
+
+    if (end == v || *end || !(x >= 0 && x <= 1e6)) {
+      fprintf(stderr, "gpuq-controller: --starve-factor: want a number in "
+              "[0, 1e6] (0 = no promotion), got '%s'\n", v);
+      return 2;
+    }
+    a->co.las.starve_factor = x;
   } else if (!strcmp(f, "--drain-taints")) {
     if (gq_ctl_check_taints(v, err, sizeof(err)) != 0) {
       fprintf(stderr, "gpuq-controller: %s\n", err);
@@ -403,6 +434,10 @@ static int settle_args(struct args *a, char *ident, size_t len)
 int main(int argc, char **argv)
 {
   struct args a = {0};
+
+  a.co.sched = GQ_SCHED_DEFAULT;
+  a.co.las = GQ_LAS_DEFAULT;
+  a.co.fair_half_life_s = GQ_FAIR_HALF_LIFE_DEFAULT_S;
   struct gq_kubeconfig cfg;
   char ident[300];
   int rc;

@@ -255,6 +255,9 @@ static json_t *status_patch(const struct cjob *cj, const struct gq_gpujob *j)
         st->failures == cj->failures);
   field(p, st, GQ_ST_PREEMPTIONS, "preemptions",
         json_integer(cj->preemptions), st->preemptions == cj->preemptions);
+  field(p, st, GQ_ST_SERVICE, "attainedGPUSeconds",
+        cj->service_s > 0 ? json_integer(cj->service_s) : NULL,
+        st->service_s == cj->service_s);
   field(p, st, GQ_ST_GENERATION, "observedGeneration", json_integer(gen),
         st->observed_generation == gen);
   if (cj->ckpt) {

@@ -170,15 +170,14 @@ void ctl_api_error(struct ctl *c, const char *verb, const char *what, int rc,
 }
 
 
-/* Queue order: priority (high first), queue time (early first), uid
- * (DESIGN §4; queue/queue.h's member order). */
+/* Queue order: priority (high first), attained-service level (low
+ * first; 0 under fifo-backfill), queue time (early first), uid (DESIGN
+ * §4, decide/las.h; without levels, queue/queue.h's member order). */
 static int before(const struct cjob *a, const struct cjob *b)
 {
-  if (a->priority != b->priority)
-    return a->priority > b->priority;
-  if (a->queued_ms != b->queued_ms)
-    return a->queued_ms < b->queued_ms;
-  return strcmp(a->uid, b->uid) < 0;
+  return gq_qorder_before(
+      &(struct gq_qorder){a->priority, a->level, a->queued_ms, a->uid},
+      &(struct gq_qorder){b->priority, b->level, b->queued_ms, b->uid});
 }
 
 

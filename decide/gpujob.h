@@ -112,7 +112,8 @@ enum gq_job_status_field {
   GQ_ST_PREEMPTIONS = 1u << 13,
   GQ_ST_GENERATION = 1u << 14, /* observedGeneration */
   GQ_ST_CONDITIONS = 1u << 15,
-  GQ_ST_CHECKPOINT = 1u << 16  /* lastCheckpoint */
+  GQ_ST_CHECKPOINT = 1u << 16, /* lastCheckpoint */
+  GQ_ST_SERVICE = 1u << 17     /* attainedGPUSeconds */
 };
 
 /* One entry of status.conditions (metav1.Condition) as read back. */
@@ -144,6 +145,7 @@ struct gq_gpujob_status {
   int64_t attempts;               /* pod generations created */
   int64_t preemptions;
   int64_t failures;               /* status.failedAttempts */
+  int64_t service_s;              /* status.attainedGPUSeconds; 0 if absent */
   const char *checkpoint;         /* lastCheckpoint.location, or NULL */
   int64_t checkpoint_ms;          /* lastCheckpoint.time; 0 if absent */
   int64_t observed_generation;

@@ -9,6 +9,7 @@
  * steps after it decide on what the record will hold.
  */
 #include "decide/lifecycle.h"
+#include "decide/las.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -327,10 +328,24 @@ static void finish(const struct gq_life_in *in, struct gq_life_out *o,
     add(o, GQ_LIFE_REDIS_REMOVE);
 }
 
+/* Counts the service the ending attempt received (decide/las.h): gpus x
+ * the time from its start to its disruption (or now). */
+static void count_service(const struct gq_life_in *in, struct gq_life_job *j)
+{
+  int64_t end = j->td_ms > j->start_ms ? j->td_ms : in->now_ms;
+
+  j->requeued_ms = in->now_ms;
+  if (j->start_ms <= 0 || end <= j->start_ms)
+    return;
+  j->last_run_ms = end - j->start_ms;
+  j->service_s = gq_las_service(j->service_s, j->gpus, j->start_ms, end);
+}
+
 static void requeue(const struct gq_life_in *in, struct gq_life_out *o)
 {
   struct gq_life_job *j = &o->job;
 
+  count_service(in, j);
   release(o);
   free_nodes(o);
   j->state = CJ_NEW;
@@ -840,6 +855,7 @@ static void adopt_status(const struct gq_life_in *in, struct gq_life_out *o)
   j->attempt = s->st_attempts;
   j->failures = s->st_failures;
   j->preemptions = s->st_preemptions;
+  j->service_s = s->st_service_s;
   j->phase = s->st_phase;
   if (s->st_checkpoint && !j->ckpt) {
     struct gq_life_eff *e = add(o, GQ_LIFE_CKPT);

@@ -150,6 +150,7 @@ struct gq_life_spec {
   const char *st_reason;  /* "" when absent */
   const char *st_message; /* NULL when absent */
   int64_t st_attempts, st_failures, st_preemptions;
+  int64_t st_service_s;   /* status.attainedGPUSeconds */
   int64_t st_queued_ms, st_admitted_ms, st_start_ms, st_completion_ms;
   const char *st_checkpoint; /* NULL */
   int64_t st_checkpoint_ms;
@@ -195,6 +196,11 @@ struct gq_life_job {
   int64_t ckpt_ms, ckpt_attempt;
   const char *cause, *cause_msg; /* why it is disrupted, or NULL */
   int64_t cause_grace_s;    /* W: grace the disrupting pod got; -1 */
+  /* attained service (decide/las.h): W. GPU-seconds of its ended
+   * attempts (since it was queued or last promoted), how long its last
+   * attempt ran (virtual ms) and when it was last requeued (virtual ms,
+   * 0 never) */
+  int64_t service_s, last_run_ms, requeued_ms;
 };
 
 /* Everything one transition reads. */

@@ -46,6 +46,7 @@ struct commit { /* one admission of the cohort, committed to the snapshot */
 
 struct cohort { /* the cohort being decided */
   int active, drained;
+  const struct gq_las *las; /* attained-service, or NULL */
   int resv;              /* it has its one forecast reservation */
   size_t n;              /* teams */
   size_t *heads;         /* index of each team's next job */
@@ -342,6 +343,7 @@ static void team_totals(const struct gq_pass_cohort *k, size_t team,
   memset(out, 0, sizeof(*out));
   out->name = k->teams[team].name;
   out->weight = q->weight;
+  out->hist_gpus = k->teams[team].hist_gpus;
   for (size_t i = 0; i < q->n_res; i++) {
     const struct gq_quota_res *r = &q->res[i];
 
@@ -365,6 +367,7 @@ static void cohort_begin(struct gq_pass *p, const struct gq_pass_cohort *k,
 
   memset(cs, 0, sizeof(*cs));
   cs->active = 1;
+  cs->las = k->las;
   cs->n = k->n_teams;
   cs->heads = gq_xcalloc(n, sizeof(*cs->heads));
   cs->order = gq_xcalloc(n, sizeof(*cs->order));
@@ -440,6 +443,7 @@ static int heads_want(struct gq_pass *p, const struct gq_pass_cohort *k,
       return GQ_PASS_NEED_JOBS;
     }
     cs->want[i] = t->jobs[cs->heads[i]].gpus;
+    cs->qt[i].rank = cs->las ? t->jobs[cs->heads[i]].level : 0;
   }
   return 0;
 }
@@ -511,26 +515,36 @@ static struct gq_preempt_ask make_ask(struct gq_pass *p, size_t ti,
 {
   struct cohort *cs = &p->k;
 
-  return (struct gq_preempt_ask){p->s, v->spec, v->priority, cs->tq, cs->n,
-                                 ti, cs->use, cs->n_use};
+  return (struct gq_preempt_ask){p->s,      v->spec, v->priority,
+                                 cs->tq,    cs->n,   ti,
+                                 cs->use,   cs->n_use, cs->las != NULL,
+                                 v->level};
 }
 
 /* 1 if team t's quota lets v preempt within its team (withinTeam
- * LowerPriority) and an admitted job of the team has a lower priority:
- * from the team's count of admitted jobs per priority, not a walk over
- * the admitted jobs (this runs for every blocked head in every pass). */
+ * LowerPriority) and an admitted job of the team has a lower priority, or,
+ * under attained-service, the same priority while v is below the top
+ * level (one of them may have a higher level): from the team's count of
+ * admitted jobs per priority, not a walk over the admitted jobs (this runs
+ * for every blocked head in every pass). */
 static int within_victim(const struct gq_pass *p, const struct gq_pass_team *t,
-                         size_t ti, int32_t prio)
+                         size_t ti, const struct gq_pass_job *v)
 {
+  int demote = p->k.las && (size_t)v->level < p->k.las->n_thresholds;
+
   if (t->quota->within_team != GQ_WITHIN_LOWER_PRIORITY)
     return 0;
-  if (p->k.low[ti] < prio)
+  if (p->k.low[ti] < v->priority || (demote && p->k.low[ti] == v->priority))
     return 1;
   for (size_t i = 0; i < t->n_adm_prio; i++)
-    if (t->adm_prio[i].prio < prio)
+    if (t->adm_prio[i].prio < v->priority ||
+        (demote && t->adm_prio[i].prio == v->priority))
       return 1;
   return 0;
 }
+
+static int quota_ever(const struct gq_teamquota *q, const struct gq_gpujob *j,
+                      int has_cohort);
 
 /* 1 if a victim search for v (refused with rc and a) is to run now. */
 static int searchable(struct gq_pass *p, const struct gq_pass_cohort *k,
@@ -538,12 +552,18 @@ static int searchable(struct gq_pass *p, const struct gq_pass_cohort *k,
                       const struct gq_assignment *a)
 {
   struct gq_preempt_ask ask;
+  /* no room (capacity, or the cohort's pool in use): any victim may help;
+   * its own team's quota full: only its own team's jobs can */
+  int room = rc == GQ_ECAPACITY ||
+             (rc == GQ_EQUOTA && a->verdict == GQ_Q_COHORT_EXHAUSTED);
+  int own = rc == GQ_EQUOTA &&
+            (a->verdict == GQ_Q_OVER_NOMINAL_NO_BORROW ||
+             a->verdict == GQ_Q_OVER_BORROW_LIMIT) &&
+            quota_ever(k->teams[ti].quota, v->spec, k->has_cohort);
 
   if (v->has_resv && v->victims_left > 0)
     return 0; /* it waits for the victims it has */
-  if (p->k.blocked[ti] || !(rc == GQ_ECAPACITY ||
-                            (rc == GQ_EQUOTA &&
-                             a->verdict == GQ_Q_COHORT_EXHAUSTED)))
+  if (p->k.blocked[ti] || !(room || own))
     return 0;
   if (p->preempts >= p->lim.preempt_max ||
       (v->preempt_ms && p->mono_ms - v->preempt_ms < p->lim.preempt_retry_ms))
@@ -551,23 +571,34 @@ static int searchable(struct gq_pass *p, const struct gq_pass_cohort *k,
   ask = make_ask(p, ti, v);
   /* no candidate could be a victim: no search (each costs milliseconds
    * at 2,000 nodes, and blocked heads retry) */
-  return gq_preempt_may_reclaim(&ask) ||
-         within_victim(p, &k->teams[ti], ti, v->priority);
+  return (room && gq_preempt_may_reclaim(&ask)) ||
+         within_victim(p, &k->teams[ti], ti, v);
 }
 
-static void victim_why(const struct gq_pass_cohort *k,
-                       const struct gq_pass_cand *x,
-                       const struct gq_pass_job *by, size_t ti, char *buf,
-                       size_t len)
+/* Why victim x goes for by (team ti): the sentence into buf; returns
+ * the cause (static). */
+static const char *victim_why(const struct gq_pass_cohort *k,
+                              const struct gq_pass_cand *x,
+                              const struct gq_pass_job *by, size_t ti,
+                              char *buf, size_t len)
 {
-  if (x->team == ti)
+  if (x->team == ti && x->priority == by->priority) {
+    snprintf(buf, len, "demoted for job %s of the same team: it has had "
+             "more GPU-service (attained-service level %d > %d); it resumes "
+             "from its checkpoint when GPUs free", by->key, x->level,
+             by->level);
+    return "Demoted";
+  }
+  if (x->team == ti) {
     snprintf(buf, len, "preempted for job %s (priority %d > %d) of the same "
              "team, which needs its GPUs", by->key, (int)by->priority,
              (int)x->priority);
-  else
-    snprintf(buf, len, "team '%s' runs it on GPUs above its nominal quota; "
-             "team '%s' takes them back for job %s", k->teams[x->team].name,
-             k->teams[ti].name, by->key);
+    return "PreemptedByPriority";
+  }
+  snprintf(buf, len, "team '%s' runs it on GPUs above its nominal quota; "
+           "team '%s' takes them back for job %s", k->teams[x->team].name,
+           k->teams[ti].name, by->key);
+  return "QuotaReclaim";
 }
 
 /* The candidates v may preempt: not already preempted in this pass, not
@@ -588,7 +619,8 @@ static size_t cands_collect(struct gq_pass *p, const struct gq_pass_cohort *k,
         x->team, x->priority, x->gpus, x->flavor_key,
         gq_preempt_at_risk(p->now_ms, x->start_ms, x->ckpt_ms, x->interval_s,
                            x->gpus),
-        x->preemptible && x->n_pods > 0, x->n_pods, x->nodes, x->reqs};
+        x->preemptible && x->n_pods > 0, x->level, x->demotable, x->n_pods,
+        x->nodes, x->reqs};
   }
   return n;
 }
@@ -616,18 +648,17 @@ static void preempt_plan(struct gq_pass *p, const struct gq_pass_cohort *k,
   plan_step(pl, GQ_PLAN_RESERVE, pl->n_resvs++, v->ref);
   for (int i = 0; i < rc; i++) {
     const struct gq_pass_cand *x = &k->cands[map[victims[i]]];
+    const char *cause = victim_why(k, x, v, ti, why, sizeof(why));
     int w;
 
-    victim_why(k, x, v, ti, why, sizeof(why));
     w = snprintf(names + off, sizeof(names) - off, "%s%s", i ? ", " : "",
                  x->key);
     if (w > 0 && (size_t)w < sizeof(names) - off)
       off += (size_t)w;
     p->k.victim[map[victims[i]]] = 1;
     GROW(pl->victims, pl->n_victims, pl->cap_victims);
-    pl->victims[pl->n_victims] = (struct gq_plan_victim){
-        x->ref, v->ref, x->team == ti ? "PreemptedByPriority" : "QuotaReclaim",
-        gq_xstrdup(why)};
+    pl->victims[pl->n_victims] =
+        (struct gq_plan_victim){x->ref, v->ref, cause, gq_xstrdup(why)};
     plan_step(pl, GQ_PLAN_VICTIM, pl->n_victims++, x->ref);
   }
   for (size_t i = 0; i < (size_t)j->replicas; i++)
@@ -866,9 +897,11 @@ static void draining_resv(struct gq_pass *p, const struct gq_pass_cohort *k)
     if (!j || d->team >= k->n_teams || j->suspend)
       continue;
     head = k->teams[d->team].n_queued ? &k->teams[d->team].jobs[0] : NULL;
-    if (head && (head->priority > d->priority ||
-                 (head->priority == d->priority &&
-                  head->queued_ms < d->queued_ms)))
+    if (head && gq_qorder_before(
+                    &(struct gq_qorder){head->priority, head->level,
+                                        head->queued_ms, NULL},
+                    &(struct gq_qorder){d->priority, d->level, d->queued_ms,
+                                        NULL}))
       continue; /* not the best waiting job of its team */
     flavor = d->flavor_key ? strrchr(d->flavor_key, ':') : NULL;
     flavor = flavor ? flavor + 1 : d->flavor_key;

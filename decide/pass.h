@@ -56,6 +56,7 @@
 #include "decide/forecast.h"
 #include "decide/snapshot.h"
 #include "decide/quota.h"
+#include "decide/las.h"
 
 /* ---- limits ------------------------------------------------------------ */
 
@@ -101,6 +102,9 @@ struct gq_pass_job {
   int has_resv;                 /* a preemptor with nodes reserved */
   int victims_left;             /* a preemptor: victims still tearing down */
   int64_t preempt_ms;           /* real ms of its last victim search; 0 none */
+  int level;                    /* attained-service level (decide/las.h;
+                                   0 under fifo-backfill): its place in its
+                                   team's queue after priority */
 };
 
 /* How many of a team's admitted jobs hold their admission at a priority. */
@@ -121,6 +125,8 @@ struct gq_pass_team {
   size_t n_queued;
   const struct gq_pass_job *jobs;
   size_t n_jobs;
+  double hist_gpus;  /* mean GPUs used over the recent past (fair share
+                        over time, gq_qteam.hist_gpus); 0 none */
 };
 
 /* A job in Preempting of a team of the cohort: if it goes before its
@@ -131,6 +137,7 @@ struct gq_pass_draining {
   const struct gq_gpujob *spec; /* NULL or suspended: ignored */
   size_t team;                  /* index into the cohort's teams */
   int32_t priority;
+  int level;                    /* attained-service level (0 without) */
   int64_t queued_ms;
   const char *flavor_key;       /* ledger key of its admission */
 };
@@ -147,6 +154,8 @@ struct gq_pass_cand {
   int64_t start_ms, ckpt_ms;    /* gq_preempt_at_risk()'s inputs */
   int64_t interval_s;
   int preemptible;              /* spec.preemptible (0 without a spec) */
+  int level;                    /* attained-service level now (0 without) */
+  int demotable;                /* gq_las_demotable() now (0 without) */
   size_t n_pods;
   const char *const *nodes;     /* n_pods node names */
   const struct gq_podsched *const *reqs; /* their requests */
@@ -181,6 +190,11 @@ struct gq_pass_cohort {
   size_t n_use;
   const struct gq_pass_draining *draining;
   size_t n_draining;
+  /* attained-service scheduling (decide/las.h), or NULL: fifo-backfill.
+   * With it, the jobs' levels order teams' heads after the nominal rule
+   * (gq_qteam.rank) and a blocked head may demote its team's running jobs
+   * of a higher level (gq_preempt_select) */
+  const struct gq_las *las;
   /* on request (GQ_PASS_NEED_CANDS): the running jobs of the cohort's
    * teams that may be preempted, in a stable order (ties go to the
    * earlier), and cands_set = 1 (also when there are none) */
@@ -232,8 +246,9 @@ struct gq_plan_admit {
   char *message;
 };
 
-/* Preempt job for by: cause PreemptedByPriority (same team) or
- * QuotaReclaim; why is the sentence. */
+/* Preempt job for by: cause PreemptedByPriority (same team, lower
+ * priority), Demoted (same team and priority, higher attained-service
+ * level) or QuotaReclaim; why is the sentence. */
 struct gq_plan_victim {
   void *job, *by;
   const char *cause;

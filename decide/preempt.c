@@ -124,7 +124,9 @@ static int allowed(const struct gq_preempt_ask *ask,
     return 0;
   if (c->team == ask->team)
     return q->within_team == GQ_WITHIN_LOWER_PRIORITY &&
-           c->priority < ask->priority;
+           (c->priority < ask->priority ||
+            (ask->las && c->priority == ask->priority && c->demotable &&
+             c->level > ask->level));
   if (q->reclaim == GQ_RECLAIM_NEVER)
     return 0;
   return q->reclaim == GQ_RECLAIM_ANY || c->priority < ask->priority;
@@ -146,9 +148,11 @@ static int fits(const struct trial *t, size_t n, struct gq_assignment *a,
   return !cross || a->verdict == GQ_Q_FITS_NOMINAL;
 }
 
-/* Candidate order (lowest priority, then least at risk, then index). */
+/* Candidate order (lowest priority, then highest level, then least at
+ * risk, then index). */
 struct ord {
   int32_t priority;
+  int level;
   int64_t at_risk;
   size_t i;
 };
@@ -159,6 +163,8 @@ static int ord_cmp(const void *x, const void *y)
 
   if (a->priority != b->priority)
     return a->priority < b->priority ? -1 : 1;
+  if (a->level != b->level)
+    return a->level > b->level ? -1 : 1;
   if (a->at_risk != b->at_risk)
     return a->at_risk < b->at_risk ? -1 : 1;
   return a->i < b->i ? -1 : a->i > b->i;
@@ -247,7 +253,8 @@ int gq_preempt_select(const struct gq_preempt_ask *ask,
     t.total += t.slots[i] = node_slots(&t, i);
   for (size_t i = 0; i < n; i++)
     if (allowed(ask, &cand[i]))
-      order[n_order++] = (struct ord){cand[i].priority, cand[i].at_risk, i};
+      order[n_order++] = (struct ord){cand[i].priority, cand[i].level,
+                                      cand[i].at_risk, i};
   qsort(order, n_order, sizeof(*order), ord_cmp);
   for (size_t o = 0; o < n_order && !ok; o++) {
     const struct gq_preempt_cand *c = &cand[order[o].i];

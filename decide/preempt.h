@@ -38,6 +38,9 @@ struct gq_preempt_cand {
   int64_t at_risk;      /* GPU-seconds lost if preempted now
                            (gq_preempt_at_risk) */
   int preemptible;      /* spec.preemptible */
+  int level;            /* attained-service level now (decide/las.h; 0
+                           under fifo-backfill) */
+  int demotable;        /* may be demoted now (gq_las_demotable) */
   size_t n_pods;        /* the pods that hold its resources: */
   const char *const *nodes;          /* node names */
   const struct gq_podsched *const *reqs; /* their requests */
@@ -54,6 +57,9 @@ struct gq_preempt_ask {
   size_t team;                            /* the preemptor's */
   const struct gq_ledger_use *use;        /* the cohort's ledger use */
   size_t n_use;
+  int las;                                /* the cohort schedules by
+                                             attained service: demotion */
+  int level;                              /* the preemptor's LAS level */
 };
 
 /* 1 if the preemptor's team may reclaim from another team of the cohort
@@ -69,6 +75,9 @@ int gq_preempt_may_reclaim(const struct gq_preempt_ask *ask);
  * victim when it is preemptible and:
  *   - of the preemptor's team, with a lower priority, if the team's
  *     preemption.withinTeam is LowerPriority;
+ *   - of the preemptor's team, with the same priority, a higher
+ *     attained-service level than the preemptor's and demotable, if
+ *     ask->las and withinTeam is not Never (decide/las.h: demotion);
  *   - of another team, if the preemptor's team's reclaimFromCohort is Any
  *     (or LowerPriority and the candidate's priority is lower), the
  *     preemptor's admission stays within its nominal quota of the flavor
@@ -77,8 +86,8 @@ int gq_preempt_may_reclaim(const struct gq_preempt_ask *ask);
  *     candidate's flavor key (borrowed GPUs, or the excess after an admin
  *     lowered the quota) while it is chosen: a team back at its nominal
  *     keeps its other jobs.
- * Candidates are taken in order: lowest priority first, then the fewest
- * GPU-seconds at risk, then array order; each is removed from a copy of
+ * Candidates are taken in order: lowest priority first, then the highest
+ * level, then the fewest GPU-seconds at risk, then array order; each is removed from a copy of
  * the snapshot and the ledger until gq_assign_job() admits the preemptor
  * (quota and a placement with each replica on one node); then the chosen
  * victims with no pod on the nodes it would use are spared all together

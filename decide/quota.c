@@ -415,19 +415,25 @@ int64_t gq_quota_reclaimable(const struct gq_qcohort *c, size_t team)
 
 double gq_quota_share(const struct gq_qteam *t, int64_t pool_total)
 {
-  int64_t borrowed = gq_quota_borrowed(t);
+  double borrowed;
 
-  if (borrowed == 0)
+  if (!t)
+    return 0.0;
+  borrowed = (double)gq_quota_borrowed(t);
+  if (t->hist_gpus > (double)t->nominal)
+    borrowed += t->hist_gpus - (double)t->nominal;
+  if (!(borrowed > 0))
     return 0.0;
   /* !(w > 0) also catches NaN, so the result is never NaN. */
   if (!(t->weight > 0) || pool_total <= 0)
     return INFINITY;
-  return (double)borrowed / (double)pool_total / t->weight;
+  return borrowed / (double)pool_total / t->weight;
 }
 
 /* Sort key of one team in gq_quota_order(). */
 struct order_key {
   int group; /* 0: head fits within nominal; 1: everyone else */
+  int rank;
   double share;
   const char *name;
   size_t index;
@@ -442,6 +448,7 @@ static struct order_key order_key(const struct gq_qcohort *c,
   struct order_key k;
 
   k.group = after <= v.nominal ? 0 : 1;
+  k.rank = t.rank;
   k.name = t.name ? t.name : "";
   k.index = i;
   if (k.group == 1)
@@ -456,6 +463,8 @@ static int key_less(const struct order_key *a, const struct order_key *b)
 
   if (a->group != b->group)
     return a->group < b->group;
+  if (a->rank != b->rank)
+    return a->rank < b->rank;
   if (a->share != b->share)
     return a->share < b->share;
   cmp = strcmp(a->name, b->name);

@@ -43,6 +43,13 @@ struct gq_qteam {
   int64_t used;         /* GPUs admitted (and assumed) */
   double weight;        /* fair-share weight > 0 */
   int64_t pending;      /* GPUs of queued jobs; status only, unused here */
+  /* the mean GPUs it used over the recent past (decayed usage history,
+   * gq_fair_mean_gpus() of decide/las.h); 0 = no history kept. What of it
+   * is above nominal counts as borrowed in gq_quota_share() */
+  double hist_gpus;
+  int rank;             /* its head's rank within its group of
+                           gq_quota_order(), lower first: the head's
+                           attained-service level (0 without) */
 };
 
 struct gq_qcohort {
@@ -170,10 +177,10 @@ double gq_quota_share(const struct gq_qteam *t, int64_t pool_total);
  * want has c->n entries. order (room for c->n entries) receives the indices
  * of the teams with a head job and *n their count:
  *   1. teams whose head fits within their nominal (used + want <= nominal),
- *      by lowest current share;
+ *      by lowest rank (gq_qteam.rank), then lowest current share;
  *   2. then every other team (borrowers, and heads that cannot fit at all:
- *      gq_quota_check() decides those), by lowest share they would have
- *      after admitting their head (used + want);
+ *      gq_quota_check() decides those), by lowest rank, then lowest share
+ *      they would have after admitting their head (used + want);
  *   ties by name (strcmp, NULL as ""), then by index: fully deterministic.
  * Whether a head actually fits is gq_quota_check()'s job, not this one's.
  * Insertion sort: O(n^2) share computations, fine for the teams of one

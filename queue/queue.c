@@ -7,6 +7,7 @@
 #include "queue/reply.h"
 #include "gq_scripts.h" /* generated from the .lua files in queue/scripts */
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,4 +260,95 @@ int gq_queue_ledger(struct gq_queue *q, const char *cohort,
   }
   free(keys);
   return rc;
+}
+
+int gq_queue_fair_save(struct gq_queue *q, const char *cohort,
+                       const char *team, double gpu_s, int64_t at_ms,
+                       gq_queue_cb cb, void *arg)
+{
+  char key[KEY_MAX], val[64];
+  const char *argv[4] = {"HSET", key, team, val};
+  struct call *c;
+  int rc;
+
+  if (!(gpu_s >= 0) || at_ms < 0)
+    return GQ_EINVAL;
+  gq_queue_key(q, cohort, team, "fair", NULL, key, sizeof(key));
+  snprintf(val, sizeof(val), "%.3f@%lld", gpu_s, (long long)at_ms);
+  c = gq_xcalloc(1, sizeof(*c));
+  c->script = "fair-save";
+  c->cb = cb;
+  c->arg = arg;
+  rc = gq_rq_cmd(q->rq, on_reply, c, 4, argv, NULL);
+  if (rc != 0)
+    free(c);
+  return rc;
+}
+
+struct fair_call {
+  gq_queue_fair_cb cb;
+  void *arg;
+  char key[KEY_MAX];
+};
+
+static void on_fair(struct gq_rq *r, int status, const struct gq_rq_reply *rep,
+                    void *arg)
+{
+  static const struct gq_lc lc = {"queue", "fair", NULL};
+  struct fair_call *c = arg;
+  struct gq_reply_why why;
+  json_t *h = NULL;
+
+  (void)r;
+  if (status == 0 && rep->type == GQ_RQ_ERROR) {
+    GQ_LOG(GQ_WARN, &lc, "HGETALL '%s': %.*s", c->key, (int)rep->len,
+           rep->str ? rep->str : "");
+    status = GQ_EIO;
+  }
+  if (status == 0 && gq_reply_json(rep, 1, &h, &why) != 0) {
+    GQ_LOG(GQ_WARN, &lc, "malformed fair-share reply for '%s': %s", c->key,
+           why.what);
+    status = GQ_EIO;
+  }
+  c->cb(status, status == 0 ? h : NULL, c->arg);
+  json_decref(h);
+  free(c);
+}
+
+int gq_queue_fair_load(struct gq_queue *q, const char *cohort,
+                       const char *team, gq_queue_fair_cb cb, void *arg)
+{
+  struct fair_call *c = gq_xcalloc(1, sizeof(*c));
+  const char *argv[2] = {"HGETALL", c->key};
+  int rc;
+
+  gq_queue_key(q, cohort, team, "fair", NULL, c->key, sizeof(c->key));
+  c->cb = cb;
+  c->arg = arg;
+  rc = gq_rq_cmd(q->rq, on_fair, c, 2, argv, NULL);
+  if (rc != 0)
+    free(c);
+  return rc;
+}
+
+int gq_queue_fair_parse(const char *s, double *gpu_s, int64_t *at_ms)
+{
+  const char *at = s ? strchr(s, '@') : NULL;
+  char *end;
+  double g;
+  long long ms;
+
+  if (!at || at == s)
+    return GQ_EINVAL;
+  g = strtod(s, &end);
+  if (end != at || !isfinite(g) || g < 0)
+    return GQ_EINVAL;
+  if (!at[1] || at[1] == '-' || at[1] == '+' || at[1] == ' ')
+    return GQ_EINVAL;
+  ms = strtoll(at + 1, &end, 10);
+  if (*end || ms < 0)
+    return GQ_EINVAL;
+  *gpu_s = g;
+  *at_ms = ms;
+  return 0;
 }

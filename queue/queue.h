@@ -8,6 +8,8 @@
  *   P:{C}:adm:<uid>:<n>   hash: an admission (flavor, gpus, team) of attempt n
  *   P:{C}:use:<team>      hash: flavor -> GPUs admitted (from admissions)
  *   P:{C}:ver             integer: the cohort ledger's version
+ *   P:{C}:fair            hash: team -> "GPU_S@MS", its decayed usage
+ *                         history as of MS (fair share over time, issue 21)
  * Jobs are keyed by uid: a deleted and recreated job is a different job.
  *
  * Order within a team: priority (high first), then queue time (early
@@ -136,5 +138,28 @@ int gq_queue_ledger(struct gq_queue *q, const char *cohort,
 char *gq_queue_key(const struct gq_queue *q, const char *cohort,
                    const char *team, const char *what, const char *id,
                    char *buf, size_t len);
+
+/* Fair share over time (decide/las.h): saves team's decayed usage
+ * gpu_s (GPU-seconds, >= 0) as of at_ms (Unix ms, virtual) in the cohort's
+ * fair hash (HSET; cb's value is HSET's answer). Returns 0 or the errors
+ * of gq_rq_cmd(). */
+int gq_queue_fair_save(struct gq_queue *q, const char *cohort,
+                       const char *team, double gpu_s, int64_t at_ms,
+                       gq_queue_cb cb, void *arg);
+
+/* The fair hash as read: rc, and a JSON object team -> "GPU_S@MS" string
+ * (borrowed during the callback; NULL unless rc is 0). */
+struct json_t;
+typedef void (*gq_queue_fair_cb)(int rc, const struct json_t *hash,
+                                 void *arg);
+
+/* Reads the fair hash of a cohort (or of team, when cohort is NULL or "",
+ * the team's own). A malformed reply is logged and answered GQ_EIO. */
+int gq_queue_fair_load(struct gq_queue *q, const char *cohort,
+                       const char *team, gq_queue_fair_cb cb, void *arg);
+
+/* Parses a fair hash value "GPU_S@MS". Returns 0 with *gpu_s (finite,
+ * >= 0) and *at_ms (>= 0), or GQ_EINVAL. */
+int gq_queue_fair_parse(const char *s, double *gpu_s, int64_t *at_ms);
 
 #endif

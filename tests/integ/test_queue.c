@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 #include <uv.h>
 
 #include "base/clock.h"
@@ -291,6 +292,74 @@ static void test_keys_carry_cohort_tag(void **state)
                       "t:{ml}:ver");
 }
 
+/* Fair share over time (issue 21): the decayed usage history of a
+ * cohort's teams is saved and read back from the cohort's fair hash; a
+ * lone team has its own; a malformed value is refused by the parser. */
+struct fairout {
+  int done, rc;
+  json_t *h;
+};
+
+static void on_fair(int rc, const json_t *h, void *arg)
+{
+  struct fairout *o = arg;
+
+  o->done = 1;
+  o->rc = rc;
+  o->h = h ? json_deep_copy(h) : NULL;
+}
+
+static json_t *fair_load(const char *cohort, const char *team)
+{
+  struct fairout o = {0};
+
+  assert_int_equal(gq_queue_fair_load(&q, cohort, team, on_fair, &o), 0);
+  run_until(&o.done);
+  assert_int_equal(o.rc, 0);
+  return o.h;
+}
+
+static void test_fair_history(void **state)
+{
+  struct out o;
+  double g;
+  int64_t at;
+  json_t *h;
+  char k[256];
+
+  (void)state;
+  WAIT(gq_queue_fair_save(&q, "ml", "team-a", 12345.5, 1700000000000LL,
+                          on_done, &o), o);
+  WAIT(gq_queue_fair_save(&q, "ml", "team-b", 0, 1700000000001LL, on_done,
+                          &o), o);
+  WAIT(gq_queue_fair_save(&q, NULL, "solo", 7, 5, on_done, &o), o);
+  assert_int_equal(gq_queue_fair_save(&q, "ml", "team-a", -1, 0, on_done, &o),
+                   GQ_EINVAL);
+  assert_string_equal(gq_queue_key(&q, "ml", "x", "fair", NULL, k, sizeof(k)),
+                      "t:{ml}:fair");
+  h = fair_load("ml", "team-a");
+  assert_int_equal(json_object_size(h), 2);
+  assert_int_equal(gq_queue_fair_parse(json_string_value(json_object_get(
+                                           h, "team-a")), &g, &at), 0);
+  assert_true(g == 12345.5);
+  assert_int_equal(at, 1700000000000LL);
+  json_decref(h);
+  h = fair_load(NULL, "solo");
+  assert_string_equal(json_string_value(json_object_get(h, "solo")),
+                      "7.000@5");
+  json_decref(h);
+  h = fair_load("nobody", "x"); /* nothing saved: an empty hash */
+  assert_int_equal(json_object_size(h), 0);
+  json_decref(h);
+  assert_int_equal(gq_queue_fair_parse("12@", &g, &at), GQ_EINVAL);
+  assert_int_equal(gq_queue_fair_parse("@12", &g, &at), GQ_EINVAL);
+  assert_int_equal(gq_queue_fair_parse("-1@12", &g, &at), GQ_EINVAL);
+  assert_int_equal(gq_queue_fair_parse("nan@12", &g, &at), GQ_EINVAL);
+  assert_int_equal(gq_queue_fair_parse("1@-12", &g, &at), GQ_EINVAL);
+  assert_int_equal(gq_queue_fair_parse("1@12x", &g, &at), GQ_EINVAL);
+  assert_int_equal(gq_queue_fair_parse(NULL, &g, &at), GQ_EINVAL);
+}
+
 struct rbout {
   int done, rc;
   struct gq_rb_drift d;
@@ -561,7 +630,7 @@ static void test_race_with_quota(void **state)
   static const char *const team[] = {"solo"};
   struct gq_qjob a = {"qa", "solo", "ns", "qa", NULL, 0, 1};
   struct gq_qjob b = {"qb", "solo", "ns", "qb", NULL, 0, 2};
-  struct gq_qteam t = {"solo", 8, -1, -1, 0, 1.0, 0};
+  struct gq_qteam t = {"solo", 8, -1, -1, 0, 1.0, 0, 0, 0};
   struct gq_qcohort c = {&t, 1, 0};
   struct ledger_out l;
   struct out x, y, o;
@@ -656,6 +725,7 @@ int main(void)
       cmocka_unit_test(test_requeue_keeps_place),
       cmocka_unit_test(test_scripts_survive_flush),
       cmocka_unit_test(test_keys_carry_cohort_tag),
+      cmocka_unit_test(test_fair_history),
       cmocka_unit_test(test_rebuild_and_drift),
       cmocka_unit_test(test_job_hash_not_touched_by_admit),
       cmocka_unit_test(test_rebuild_converts_old_layout),

@@ -230,6 +230,52 @@ static const struct tcase cases[] = {
 static const char *const node_names[MAXN] = {"n0", "n1", "n2", "n3"};
 static const char *const team_names[MAXT] = {"a", "b", "c"};
 
+/* An attained-service case (decide/las.h): a case with the levels of its
+ * queued and running jobs, decided with GQ_LAS_DEFAULT. */
+struct las_case {
+  struct tcase tc;
+  int qlevel[MAXQ];
+  int rlevel[MAXR], rdemotable[MAXR];
+};
+
+static const struct las_case las_cases[] = {
+    {{"attained-service: a level-0 head demotes its team's level-1 job", 1,
+      {ALONE(16)}, 0, {{0, 1, 8, 0, NULL, 0, 0, 0}}, 1,
+      {{0, 0, 8, 0, -1, 1}}, 1, {0}, 0, 0, 0,
+      "search q0\n"
+      "reserve q0 n0\n"
+      "victim r0 for q0 Demoted\n"
+      "q0 WaitingForPreemption event=Preempting\n", REL | CANDS, 0, NULL, NULL,
+      "demoted for job ns/q0 of the same team: it has had more GPU-service "
+      "(attained-service level 1 > 0); it resumes from its checkpoint when "
+      "GPUs free"},
+     {0}, {1}, {1}},
+    {{"attained-service: a job not demotable keeps running", 1, {ALONE(16)},
+      0, {{0, 1, 8, 0, NULL, 0, 0, 0}}, 1, {{0, 0, 8, 0, -1, 1}}, 1, {0}, 0,
+      0, 0,
+      "search q0\n"
+      "q0 WaitingForCapacity eta=-1\n", REL | CANDS, 0, NULL, NULL, NULL},
+     {0}, {1}, {0}},
+    {{"attained-service: a head at the top level demotes no one", 1,
+      {ALONE(16)}, 0, {{0, 1, 8, 0, NULL, 0, 0, 0}}, 1,
+      {{0, 0, 8, 0, -1, 1}}, 1, {0}, 0, 0, 0,
+      "q0 WaitingForCapacity eta=-1\n", REL, 0, NULL, NULL, NULL},
+     {1}, {1}, {1}},
+    /* both would borrow; b's head has had less service: it goes first */
+    {{"attained-service: the lower level's team goes first", 1,
+      {COHORT(4), COHORT(4)}, 1,
+      {{0, 1, 8, 0, NULL, 0, 0, 0}, {1, 1, 8, 0, NULL, 0, 0, 0}}, 2, {{0}}, 0,
+      {0}, 0, 0, 0,
+      "admit q1 n0 * AdmittedBorrowing\n"
+      "search q0\n"
+      "q0 WaitingForReclaim eta=-1\n", CANDS, 0, NULL, NULL, NULL},
+     {1, 0}, {0}, {0}},
+};
+
+/* The attained-service case being run, or NULL (fifo-backfill). */
+static const struct las_case *cur_las;
+static const struct gq_las las_default = GQ_LAS_DEFAULT;
+
 struct world {
   const struct tcase *tc;
   int lazy, asked;
@@ -329,7 +375,8 @@ static void world_views(struct world *w)
         w->qname[i], w->qkey[i], w->qs[i].meta.uid, &w->qs[i], w->qs[i].gpus,
         q->prio, NOW_MS - (int64_t)(100 - i) * 1000, w->qs[i].shape,
         q->resv_node > 0, q->victims_left,
-        q->searched_s ? MONO_MS - q->searched_s * 1000LL : 0};
+        q->searched_s ? MONO_MS - q->searched_s * 1000LL : 0,
+        cur_las ? cur_las->qlevel[i] : 0};
     if (q->resv_node > 0) {
       w->pre_nodes[w->n_pre][0] = node_names[q->resv_node - 1];
       w->pre[w->n_pre] = (struct gq_pass_preemptor){w->qname[i], &w->qs[i],
@@ -401,7 +448,9 @@ static void cin_running(struct world *w, struct cin *ci)
     if (r->cand)
       ci->cands[nc++] = (struct gq_pass_cand){
           w->rname[i], w->rkey[i], (size_t)t, r->prio, r->gpus, "*",
-          NOW_MS - 1000, 0, -1, 1, 1, &w->rnode[i], &w->rreqp[i]};
+          NOW_MS - 1000, 0, -1, 1, cur_las ? cur_las->rlevel[i] : 0,
+          cur_las ? cur_las->rdemotable[i] : 0, 1, &w->rnode[i],
+          &w->rreqp[i]};
   }
   ci->in.n_cands = nc;
   ci->in.cands_set = !w->lazy;
@@ -428,6 +477,7 @@ static void cin_init(struct world *w, struct cin *ci, int first, int last)
   }
   ci->in.teams = ci->teams;
   ci->in.has_cohort = w->tc->cohort;
+  ci->in.las = cur_las ? &las_default : NULL;
   ci->in.use = ci->use;
   ci->in.n_use = ci->in.n_teams;
   ci->in.cands = ci->cands;
@@ -435,7 +485,7 @@ static void cin_init(struct world *w, struct cin *ci, int first, int last)
   if (w->tc->n_drain && cohort_team(ci, w->tc->drain.team) >= 0) {
     ci->drain = (struct gq_pass_draining){
         w->dname, &w->ds, (size_t)cohort_team(ci, w->tc->drain.team),
-        w->tc->drain.prio, NOW_MS - 200000, "*"};
+        w->tc->drain.prio, 0, NOW_MS - 200000, "*"};
     ci->in.draining = &ci->drain;
     ci->in.n_draining = 1;
   }
@@ -625,13 +675,26 @@ static void test_case(void **state)
   check_case(*state);
 }
 
+static void test_las_case(void **state)
+{
+  const struct las_case *lc = *state;
+
+  cur_las = lc;
+  check_case(&lc->tc);
+  cur_las = NULL;
+}
+
 int main(void)
 {
-  enum { N = sizeof(cases) / sizeof(cases[0]) };
-  struct CMUnitTest tests[N];
+  enum { N = sizeof(cases) / sizeof(cases[0]),
+         L = sizeof(las_cases) / sizeof(las_cases[0]) };
+  struct CMUnitTest tests[N + L];
 
   for (size_t i = 0; i < N; i++)
     tests[i] = (struct CMUnitTest){cases[i].name, test_case, NULL, NULL,
                                    (void *)&cases[i]};
+  for (size_t i = 0; i < L; i++)
+    tests[N + i] = (struct CMUnitTest){las_cases[i].tc.name, test_las_case,
+                                       NULL, NULL, (void *)&las_cases[i]};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

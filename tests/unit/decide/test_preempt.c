@@ -136,7 +136,46 @@ static void job(struct gq_gpujob *j, int replicas, int gpus)
   gq_test_gpujob_sq(j, buf);
 }
 
-static void check_row(const struct row *r)
+/* Attained-service demotion (decide/las.h): the same search with levels. */
+struct las_row {
+  struct row r;
+  int las, level;       /* ask->las and the preemptor's level */
+  int lv[MAX_RUN];      /* each run's level */
+  int dm[MAX_RUN];      /* each run demotable */
+};
+
+static const struct las_row las_rows[] = {
+    {{"a higher level of the same priority is demoted", ALONE(16), ALONE(0),
+      5, 1, 8, {{0, 5, 8, 0, 0, 0, 0}, {0, 5, 8, 0, 1, 0, 0}}, 2, 1, {1}},
+     1, 0, {0, 1}, {1, 1}},
+    {{"the same level is not", ALONE(16), ALONE(0), 5, 1, 8,
+      {{0, 5, 8, 0, 0, 0, 0}, {0, 5, 8, 0, 1, 0, 0}}, 2, GQ_ENOTFOUND, {0}},
+     1, 1, {1, 1}, {1, 1}},
+    {{"not demotable (no checkpoint, minRunSeconds) is not", ALONE(16),
+      ALONE(0), 5, 1, 8,
+      {{0, 5, 8, 0, 0, 0, 0}, {0, 5, 8, 0, 1, 0, 0}}, 2, GQ_ENOTFOUND, {0}},
+     1, 0, {1, 1}, {0, 0}},
+    {{"without attained-service no demotion", ALONE(16), ALONE(0), 5, 1, 8,
+      {{0, 5, 8, 0, 0, 0, 0}, {0, 5, 8, 0, 1, 0, 0}}, 2, GQ_ENOTFOUND, {0}},
+     0, 0, {1, 1}, {1, 1}},
+    {{"lower priority before a higher level", ALONE(16), ALONE(0), 5, 1, 8,
+      {{0, 5, 8, 0, 0, 0, 0}, {0, 1, 8, 900, 1, 0, 0}}, 2, 1, {1}},
+     1, 0, {2, 0}, {1, 1}},
+    {{"the highest level first", ALONE(16), ALONE(0), 5, 1, 8,
+      {{0, 5, 8, 0, 0, 0, 0}, {0, 5, 8, 900, 1, 0, 0}}, 2, 1, {1}},
+     1, 0, {1, 2}, {1, 1}},
+    {{"withinTeam Never: no demotion either",
+      "'preemption':{'withinTeam':'Never'}," ALONE(16), ALONE(0), 5, 1, 8,
+      {{0, 5, 8, 0, 0, 0, 0}, {0, 5, 8, 0, 1, 0, 0}}, 2, GQ_ENOTFOUND, {0}},
+     1, 0, {1, 1}, {1, 1}},
+    /* b borrows: a's demotion rule is within its team only */
+    {{"another team's higher level is not demoted", COHORT(8), COHORT(8), 5,
+      1, 8, {{1, 5, 8, 0, 0, 0, 0}, {0, 5, 8, 0, 1, 0, 1}}, 2, GQ_ENOTFOUND,
+      {0}},
+     1, 0, {1, 1}, {1, 1}},
+};
+
+static void check_row(const struct row *r, const struct las_row *l)
 {
   static const char *const names[] = {"n0", "n1"};
   struct gq_node nodes[2];
@@ -173,10 +212,12 @@ static void check_row(const struct row *r)
     use[x->team].gpus += x->gpus;
     map[n] = i;
     cand[n++] = (struct gq_preempt_cand){(size_t)x->team, x->prio, x->gpus,
-                                         "*", x->risk, !x->fixed, 1,
-                                         &names[x->node], &reqp[i]};
+                                         "*", x->risk, !x->fixed,
+                                         l ? l->lv[i] : 0, l ? l->dm[i] : 0,
+                                         1, &names[x->node], &reqp[i]};
   }
-  ask = (struct gq_preempt_ask){&s, &p, r->prio, teams, 2, 0, use, 2};
+  ask = (struct gq_preempt_ask){&s,   &p, r->prio, teams, 2, 0, use, 2,
+                                l && l->las, l ? l->level : 0};
   free0 = gq_snapshot_available(&s, 0, "nvidia.com/gpu");
   free1 = gq_snapshot_available(&s, 1, "nvidia.com/gpu");
   rc = gq_preempt_select(&ask, cand, n, victims, &a, out);
@@ -224,7 +265,14 @@ static void test_select(void **state)
 {
   (void)state;
   for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-    check_row(&rows[i]);
+    check_row(&rows[i], NULL);
+}
+
+static void test_demotion(void **state)
+{
+  (void)state;
+  for (size_t i = 0; i < sizeof(las_rows) / sizeof(las_rows[0]); i++)
+    check_row(&las_rows[i].r, &las_rows[i]);
 }
 
 /* gq_preempt_may_reclaim: another team above its nominal of a flavor
@@ -248,7 +296,7 @@ static void test_may_reclaim(void **state)
     struct gq_teamquota qa, qb;
     const struct gq_teamquota *teams[2] = {&qa, &qb};
     struct gq_ledger_use use[2] = {{0, "*", 20}, {1, "*", cases[i].use_b}};
-    struct gq_preempt_ask ask = {NULL, NULL, 0, teams, 2, 0, use, 2};
+    struct gq_preempt_ask ask = {NULL, NULL, 0, teams, 2, 0, use, 2, 0, 0};
 
     team(&qa, "a", cases[i].qa);
     team(&qb, "b", COHORT(8));
@@ -284,6 +332,7 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_select),
+      cmocka_unit_test(test_demotion),
       cmocka_unit_test(test_may_reclaim),
       cmocka_unit_test(test_at_risk),
   };

@@ -21,8 +21,10 @@
 
 /* clang-format off */
 /* name, nominal, borrow_limit, lend_limit, used (weight 1) */
-#define T(nm, nom, bl, ll, used) {nm, nom, bl, ll, used, 1.0, 0}
-#define TW(nm, nom, bl, ll, used, w) {nm, nom, bl, ll, used, w, 0}
+#define T(nm, nom, bl, ll, used) {nm, nom, bl, ll, used, 1.0, 0, 0, 0}
+#define TW(nm, nom, bl, ll, used, w) {nm, nom, bl, ll, used, w, 0, 0, 0}
+/* with a usage history of h mean GPUs (fair share over time) */
+#define TH(nm, nom, used, h) {nm, nom, NL, NL, used, 1.0, 0, h, 0}
 /* clang-format on */
 
 /* ---- gq_quota_check ---------------------------------------------------- */
@@ -377,6 +379,10 @@ static const struct share_case share_cases[] = {
     {"not borrowing", T("a", 8, NL, NL, 4), 16, 0.0},
     {"at nominal", T("a", 8, NL, NL, 8), 16, 0.0},
     {"borrowing 4 of 16", T("a", 8, NL, NL, 12), 16, 0.25},
+    /* history: 12 GPUs on average lately, 4 of them above nominal */
+    {"borrowed lately counts", TH("a", 8, 8, 12.0), 16, 0.25},
+    {"and adds to borrowing now", TH("a", 8, 12, 12.0), 16, 0.5},
+    {"history within nominal adds nothing", TH("a", 8, 12, 6.0), 16, 0.25},
     {"weight 2 halves it", TW("a", 8, NL, NL, 12, 2.0), 16, 0.125},
     {"weight 0.5 doubles it", TW("a", 8, NL, NL, 12, 0.5), 16, 0.5},
     {"weight 0 borrower sorts last", TW("a", 8, NL, NL, 12, 0.0), 16,
@@ -709,6 +715,8 @@ static void random_cohort(struct gq_qteam *teams, struct gq_qcohort *c)
     teams[i].used = rnd(0, 14);
     teams[i].weight = (double)rnd(1, 4);
     teams[i].pending = 0;
+    teams[i].hist_gpus = rnd(0, 2) == 0 ? (double)rnd(0, 14) : 0;
+    teams[i].rank = rnd(0, 1);
   }
 }
 
@@ -787,7 +795,9 @@ static void sweep_order(const struct gq_qcohort *c)
 
       a.used += heads[order[i - 1]];
       b.used += heads[order[i]];
-      assert_true(gq_quota_share(&a, pool) <= gq_quota_share(&b, pool));
+      assert_true(a.rank <= b.rank); /* then the head's rank */
+      if (a.rank == b.rank)
+        assert_true(gq_quota_share(&a, pool) <= gq_quota_share(&b, pool));
     }
     seen_group1 |= group1;
   }
