@@ -772,6 +772,12 @@ static int on_watch_chunk(const char *p, size_t n, void *arg)
   struct kreq *r = arg;
   int rc = gq_ndjson_feed(&r->watch->framer, p, n, on_line, r->watch);
 
+  if (rc == GQ_ETOOBIG) {
+    char msg[128];
+
+    GQ_LOG(GQ_WARN, &lc, "%s; the watch %s restarts",
+           gq_ndjson_limit_msg(&r->watch->framer, msg, sizeof(msg)), r->url);
+  }
   if (rc < 0 && !r->watch->err)
     r->watch->err = rc; /* an over-long line: GQ_ETOOBIG */
   return rc != 0;

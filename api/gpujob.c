@@ -291,7 +291,10 @@ static void decode_template(struct gq_dec *d, const json_t *spec,
   const json_t *pspec = gq_dec_object(d, tmpl, "spec.template.spec", 1);
   struct gq_podsched s;
   int64_t own;
+  char *text;
 
+  gq_dec_annotations(d, gq_dec_object(d, tmpl, "spec.template.metadata", 0),
+                     "spec.template.metadata.annotations");
   if (d->rc || gq_podsched_decode(d, pspec, "spec.template.spec", &s))
     return;
   if (*s.node_name) {
@@ -310,8 +313,16 @@ static void decode_template(struct gq_dec *d, const json_t *spec,
     gq_podsched_release(&s);
     return;
   }
-  j->template = template_intern(
-      json_dumps(tmpl, JSON_COMPACT | JSON_SORT_KEYS), &s);
+  text = json_dumps(tmpl, JSON_COMPACT | JSON_SORT_KEYS);
+  if (strlen(text) > GQ_MAX_TEMPLATE_BYTES) {
+    gq_dec_fail(d, "spec.template", "must be no more than %u bytes as "
+                "compact JSON (every pod gpuq creates carries it), got %zu",
+                GQ_MAX_TEMPLATE_BYTES, strlen(text));
+    free(text);
+    gq_podsched_release(&s);
+    return;
+  }
+  j->template = template_intern(text, &s);
   j->sched = &j->template->sched->sched;
 }
 
@@ -685,7 +696,9 @@ int gq_gpujob_decode(const json_t *obj, struct gq_gpujob *out, char *err,
   if (!json_is_object(obj))
     gq_dec_fail_got(&d, "(root)", obj, "must be an object");
   if (gq_meta_decode(&d, obj,
-                     GQ_META_NAMESPACED | GQ_META_NAME_LABEL, &out->meta) == 0)
+                     GQ_META_NAMESPACED | GQ_META_NAME_LABEL, &out->meta) == 0 &&
+      gq_dec_annotations(&d, gq_dec_get(obj, "metadata"),
+                         "metadata.annotations") == 0)
     decode_spec(&d, gq_dec_object(&d, obj, "spec", 1), out);
   if (!d.rc)
     decode_status(&d, obj, &out->status);

@@ -2,10 +2,12 @@
 #include "api/json.h"
 
 #include "base/alloc.h"
+#include "api/quantity.h"
 #include "base/err.h"
 #include "decide/names.h"
 
 #include <ctype.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -446,4 +448,42 @@ size_t gq_intern_count(void)
   n = HASH_COUNT(interned);
   pthread_mutex_unlock(&intern_lock);
   return n;
+}
+
+int gq_dec_quantity(struct gq_dec *d, const char *path, const json_t *q,
+                    int milli, const char *example, int64_t *out)
+{
+  int rc = gq_quantity_from_json(q, milli, out);
+
+  if (rc == GQ_EOVERFLOW)
+    return gq_dec_fail_got(d, path, q, "must be at most %" PRId64 "%s",
+                           INT64_MAX, milli
+                               ? "m (2^63-1 millicores)" : " (2^63-1)");
+  if (rc != 0)
+    return gq_dec_fail_got(d, path, q, "must be a quantity such as %s",
+                           example);
+  return 0;
+}
+
+int gq_dec_annotations(struct gq_dec *d, const json_t *parent,
+                       const char *path)
+{
+  const json_t *m = gq_dec_object(d, parent, path, 0), *v;
+  const char *key;
+  size_t total = 0;
+  char p[GQ_DEC_PATH_MAX];
+
+  json_object_foreach((json_t *)m, key, v) {
+    if (d->rc)
+      return d->rc;
+    if (!json_is_string(v))
+      return gq_dec_fail_got(d, gq_dec_path(p, "%s[%s]", path, key), v,
+                             "must be a string");
+    total += strlen(key) + json_string_length(v);
+  }
+  if (!d->rc && total > GQ_MAX_ANNOTATIONS_BYTES)
+    gq_dec_fail(d, path, "must have at most %u bytes of keys and values in "
+                "total (Kubernetes' annotation size limit), got %zu",
+                GQ_MAX_ANNOTATIONS_BYTES, total);
+  return d->rc;
 }

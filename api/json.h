@@ -128,6 +128,28 @@ int gq_dec_label_value(struct gq_dec *d, const char *path, const char *s);
  * alphanumerics, '-', '_', '.' starting and ending alphanumeric. */
 int gq_dec_qualified_name(struct gq_dec *d, const char *path, const char *s);
 
+/* A resource quantity (api/quantity.h) at path, its value in base units
+ * (milli: in thousandths, as cpu is counted) in *out. Records "path: must
+ * be a quantity such as <example>, got ..." when it does not parse, and
+ * "path: must be at most 9223372036854775807 (2^63-1), got ..." ("...807m
+ * (2^63-1 millicores)" for milli) when its value does not fit in int64.
+ * Returns 0 or the error recorded. */
+int gq_dec_quantity(struct gq_dec *d, const char *path, const json_t *q,
+                    int milli, const char *example, int64_t *out);
+
+/* Kubernetes' TotalAnnotationSizeLimitB (apimachinery
+ * ValidateAnnotationsSize): the keys and values of an object's
+ * annotations together, in bytes. */
+#define GQ_MAX_ANNOTATIONS_BYTES (256u << 10)
+
+/* Checks the annotations object at path (parent's member; absent is
+ * fine): an object of strings whose keys and values take at most
+ * GQ_MAX_ANNOTATIONS_BYTES in all. Records "path: must have at most 262144
+ * bytes of keys and values in total (Kubernetes' annotation size limit),
+ * got N". Returns 0 or the error recorded. */
+int gq_dec_annotations(struct gq_dec *d, const json_t *parent,
+                       const char *path);
+
 /* Overflow-checked int64 arithmetic: set *out and return 0, or return
  * GQ_EOVERFLOW and leave *out unchanged. */
 int gq_mul_i64(int64_t a, int64_t b, int64_t *out);

@@ -1,7 +1,6 @@
 /* api/node.c - Node decoding (see node.h). */
 #include "api/node.h"
 
-#include "api/quantity.h"
 #include "base/alloc.h"
 #include "base/err.h"
 
@@ -31,10 +30,8 @@ static void decode_resources(struct gq_dec *d, const json_t *status,
     gq_dec_path(p, "%s[%s]", path, name);
     if (d->rc)
       return;
-    if (gq_quantity_from_json(q, is_cpu, &v) != 0) {
-      gq_dec_fail_got(d, p, q, "must be a quantity such as 8, 500m or 16Gi");
+    if (gq_dec_quantity(d, p, q, is_cpu, "8, 500m or 16Gi", &v) != 0)
       return;
-    }
     if (want_core && is_cpu)
       n->cpu_milli = v;
     else if (want_core && strcmp(name, "memory") == 0)

@@ -1,7 +1,6 @@
 /* api/pod.c - Pod and PodSpec decoding (see pod.h). */
 #include "api/pod.h"
 
-#include "api/quantity.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/err.h"
@@ -69,10 +68,9 @@ static void decode_reslist(struct gq_dec *d, const json_t *parent,
     gq_dec_path(p, "%s[%s]", path, name);
     if (d->rc || gq_dec_qualified_name(d, p, name))
       return;
-    if (gq_quantity_from_json(q, strcmp(name, "cpu") == 0, &v) != 0) {
-      gq_dec_fail_got(d, p, q, "must be a quantity such as 500m, 8 or 16Gi");
+    if (gq_dec_quantity(d, p, q, strcmp(name, "cpu") == 0,
+                        "500m, 8 or 16Gi", &v) != 0)
       return;
-    }
     if (v < 0) {
       gq_dec_fail_got(d, p, q, "must be non-negative");
       return;

@@ -114,6 +114,14 @@ size_t gq_ndjson_pending(const struct gq_ndjson *f)
   return f->line.len;
 }
 
+const char *gq_ndjson_limit_msg(const struct gq_ndjson *f, char *buf,
+                                size_t len)
+{
+  snprintf(buf, len, "watch event line exceeds the limit of %zu bytes "
+           "(max_line)", f->max_line);
+  return buf;
+}
+
 void gq_ndjson_release(struct gq_ndjson *f)
 {
   gq_buf_release(&f->line);

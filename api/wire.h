@@ -74,6 +74,12 @@ int gq_ndjson_finish(struct gq_ndjson *f, gq_ndjson_line_cb cb, void *arg);
  * when a stream ended mid-event). */
 size_t gq_ndjson_pending(const struct gq_ndjson *f);
 
+/* Words the GQ_ETOOBIG of f into buf (len bytes) and returns buf: "watch
+ * event line exceeds the limit of N bytes (max_line)"; the caller adds
+ * which watch. */
+const char *gq_ndjson_limit_msg(const struct gq_ndjson *f, char *buf,
+                                size_t len);
+
 /* Frees the buffered line; f is empty and may be reused (max_line kept). */
 void gq_ndjson_release(struct gq_ndjson *f);
 

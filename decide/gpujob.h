@@ -72,6 +72,9 @@
 #define GQ_MAX_DURATION_S 31536000 /* one year */
 #define GQ_MAX_BACKOFF_LIMIT 100
 #define GQ_DEFAULT_BACKOFF_LIMIT 3
+/* spec.template as compact JSON: every pod gpuq creates carries it, and a
+ * pod must stay well inside etcd's 1.5 MiB object limit. */
+#define GQ_MAX_TEMPLATE_BYTES (1u << 20)
 
 enum gq_drain_policy { GQ_DRAIN_CHECKPOINT, GQ_DRAIN_REQUEUE, GQ_DRAIN_WAIT };
 

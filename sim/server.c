@@ -13,6 +13,7 @@
 #include "sim/engine.h"
 #include "sim/replay.h"
 #include "sim/report.h"
+#include "sim/request.h"
 #include "sim/schema.h"
 
 #include <dirent.h>
@@ -53,89 +54,12 @@ int gq_sim_split_path(const char *path, char seg[GQ_SIM_MAX_SEGS][256])
   return n;
 }
 
-/* Resolves /api/v1/... and /apis/G/V/... into r. Returns 0, or -1 when the
- * path names no resource (then 404). */
-static int route(struct gq_sim_req *r, char seg[GQ_SIM_MAX_SEGS][256], int n)
-{
-  const char *group = "", *version;
-  int i;
-
-  if (n >= 3 && !strcmp(seg[0], "api")) {
-    version = seg[1];
-    i = 2;
-  } else if (n >= 4 && !strcmp(seg[0], "apis")) {
-    group = seg[1];
-    version = seg[2];
-    i = 3;
-  } else {
-    return -1;
-  }
-  /* /api/v1/namespaces/NAME[/status|/finalize] is the namespace itself. */
-  if (!*group && !strcmp(seg[i], "namespaces") && n - i >= 2 &&
-      (n - i == 2 || (n - i == 3 && (!strcmp(seg[i + 2], "status") ||
-                                     !strcmp(seg[i + 2], "finalize"))))) {
-    r->k = gq_sim_kind_find(r->s, "", version, "namespaces");
-    snprintf(r->name, sizeof(r->name), "%s", seg[i + 1]);
-    if (n - i == 3)
-      snprintf(r->sub, sizeof(r->sub), "%s", seg[i + 2]);
-    return r->k ? 0 : -1;
-  }
-  if (!strcmp(seg[i], "namespaces") && n - i >= 3) {
-    snprintf(r->ns, sizeof(r->ns), "%s", seg[i + 1]);
-    i += 2;
-  }
-  r->k = gq_sim_kind_find(r->s, group, version, seg[i]);
-  if (!r->k || n - i > 3 || (*r->ns && !r->k->namespaced))
-    return -1;
-  if (r->k->view_of) {
-    r->view = r->k;
-    r->k = r->k->view_of;
-  }
-  if (n - i >= 2)
-    snprintf(r->name, sizeof(r->name), "%s", seg[i + 1]);
-  if (n - i == 3)
-    snprintf(r->sub, sizeof(r->sub), "%s", seg[i + 2]);
-  if (*r->sub && strcmp(r->sub, "status") &&
-      !(r->k->extra_sub && (!strcmp(r->sub, "eviction") ||
-                            !strcmp(r->sub, "binding"))))
-    return -1;
-  if (!strcmp(r->sub, "status") && !r->k->has_status)
-    return -1;
-  return 0;
-}
-
-/* The boolean query parameters kube-apiserver reads with Go's
- * strconv.ParseBool (decide/names.h gq_parse_bool). */
-static const char *const bool_params[] = {"watch", "allowWatchBookmarks",
-                                          "sendInitialEvents", "pretty",
-                                          NULL};
-
 int gq_sim_query_bool(const struct gq_sim_req *r, const char *key)
 {
   const char *v = gq_http_query(r->http, key);
   int b = 0;
 
   return v && gq_parse_bool(v, &b) == 0 && b;
-}
-
-/* 0 if every boolean query parameter parses, else answers 400 with the
- * message kube-apiserver gives (strconv's) and returns -1. */
-static int bools_ok(struct gq_sim_req *r)
-{
-  char msg[400];
-  int b;
-
-  for (size_t i = 0; bool_params[i]; i++) {
-    const char *v = gq_http_query(r->http, bool_params[i]);
-
-    if (v && gq_parse_bool(v, &b) != 0) {
-      snprintf(msg, sizeof(msg), "strconv.ParseBool: parsing \"%.200s\": "
-               "invalid syntax", v);
-      gq_sim_status(r->http, 400, "BadRequest", msg, NULL);
-      return -1;
-    }
-  }
-  return 0;
 }
 
 /* The verb of a routed request, as fault injection names them. */
@@ -344,6 +268,7 @@ static void on_request(struct gq_http_req *req, void *arg)
   const char *path = gq_http_path(req), *accept, *inc, *verb;
   char seg[GQ_SIM_MAX_SEGS][256];
   struct gq_sim_req r = {.s = s, .http = req};
+  char msg[400];
   uint64_t delay = 0;
   int n, status = 0;
 
@@ -373,13 +298,15 @@ static void on_request(struct gq_http_req *req, void *arg)
     return;
   n = gq_sim_split_path(path, seg);
   r.method = gq_http_method(req);
-  if (n < 0 || route(&r, seg, n) != 0) {
+  if (n < 0 || gq_sim_route(&r, seg, n) != 0) {
     gq_sim_status(req, 404, "NotFound",
                   "the server could not find the requested resource", NULL);
     return;
   }
-  if (bools_ok(&r) != 0)
+  if (gq_sim_query_check(gq_sim_http_query, req, msg, sizeof(msg)) != 0) {
+    gq_sim_status(req, 400, "BadRequest", msg, NULL);
     return;
+  }
   accept = gq_http_header(req, "Accept");
   inc = gq_http_query(req, "includeObject");
   r.table = accept && strstr(accept, "as=Table") != NULL;
@@ -503,7 +430,8 @@ static int load_crds(struct gq_sim *s, const char *dir, char *err,
 int gq_sim_start(struct gq_sim *s, uv_loop_t *loop,
                  const struct gq_sim_opts *o, char *err, size_t errlen)
 {
-  struct gq_httpd_opts ho = {o->host, o->port, o->tls_cert, o->tls_key, 0};
+  struct gq_httpd_opts ho = {o->host, o->port, o->tls_cert, o->tls_key,
+                            GQ_SIM_MAX_BODY};
   int rc;
 
   memset(s, 0, sizeof(*s));

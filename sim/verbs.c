@@ -6,14 +6,12 @@
 #include "sim/server.h"
 
 #include "api/meta.h"
-#include "api/node.h"
 #include "api/patch.h"
 #include "api/pod.h"
-#include "api/yaml.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/err.h"
-#include "sim/protobuf.h"
+#include "sim/request.h"
 #include "sim/schema.h"
 
 #include <errno.h>
@@ -172,59 +170,17 @@ static const char *field_of(const char *field, void *arg)
   return gq_sim_field_value(a->obj, field, a->buf, sizeof(a->buf));
 }
 
-/* Fields a kind may be selected by, as the real server allows. */
-static int field_supported(const struct gq_sim_kind *k, const char *f)
+/* Parses the parameters of list, watch and deletecollection; answers 400
+ * and returns -1 on a bad one. */
+static int parse_params(struct gq_sim_req *r, struct gq_sim_params *p)
 {
-  static const char *const pods[] = {"spec.nodeName", "status.phase",
-                                     "spec.schedulerName", "status.podIP",
-                                     "spec.serviceAccountName", NULL};
+  char err[ERRLEN];
 
-  if (!strcmp(f, "metadata.name") || !strcmp(f, "metadata.namespace"))
-    return 1;
-  if (is_core(k, "pods")) {
-    for (int i = 0; pods[i]; i++)
-      if (!strcmp(f, pods[i]))
-        return 1;
-  }
-  if (!strcmp(k->plural, "events"))
-    return !strncmp(f, "involvedObject.", 15) || !strcmp(f, "reason") ||
-           !strcmp(f, "type") || !strncmp(f, "source", 6) ||
-           !strcmp(f, "reportingComponent") || !strncmp(f, "regarding.", 10);
-  if (is_core(k, "nodes"))
-    return !strcmp(f, "spec.unschedulable");
-  return 0;
-}
-
-/* Parses labelSelector and fieldSelector; answers 400 and returns -1 on a
- * bad one. */
-static int parse_selectors(struct gq_sim_req *r, struct gq_labelsel **ls,
-                           struct gq_fieldsel **fs)
-{
-  const char *l = q(r, "labelSelector"), *f = q(r, "fieldSelector");
-  char err[ERRLEN], msg[ERRLEN + 64];
-
-  *ls = NULL;
-  *fs = NULL;
-  if (l && *l && gq_labelsel_parse(l, ls, err, sizeof(err)) != 0) {
-    bad_request(r, err);
-    return -1;
-  }
-  if (f && *f && gq_fieldsel_parse(f, fs, err, sizeof(err)) != 0) {
-    gq_labelsel_free(*ls);
-    bad_request(r, err);
-    return -1;
-  }
-  for (size_t i = 0; *fs && i < gq_fieldsel_count(*fs); i++) {
-    if (!field_supported(r->k, gq_fieldsel_field(*fs, i))) {
-      snprintf(msg, sizeof(msg), "field label not supported: %s",
-               gq_fieldsel_field(*fs, i));
-      gq_labelsel_free(*ls);
-      gq_fieldsel_free(*fs);
-      bad_request(r, msg);
-      return -1;
-    }
-  }
-  return 0;
+  if (gq_sim_params_parse(r->k, gq_sim_http_query, r->http, p, err,
+                          sizeof(err)) == 0)
+    return 0;
+  bad_request(r, err);
+  return -1;
 }
 
 static int selected(const json_t *obj, const struct gq_labelsel *ls,
@@ -241,7 +197,7 @@ static int selected(const json_t *obj, const struct gq_labelsel *ls,
 
 /* Applies limit/continue: keeps at most 'limit' items after the continue
  * key. Returns the new continue token (heap) or NULL. */
-static char *page(json_t *items, const char *cont, long limit,
+static char *page(json_t *items, const char *cont, int64_t limit,
                   long *remaining)
 {
   json_t *out = json_array(), *it;
@@ -256,7 +212,7 @@ static char *page(json_t *items, const char *cont, long limit,
              gq_meta_str(it, "name"));
     if (cont && *cont && strcmp(key, cont) <= 0)
       continue;
-    if (limit > 0 && (long)json_array_size(out) == limit) {
+    if (limit > 0 && (int64_t)json_array_size(out) == limit) {
       (*remaining)++;
       continue;
     }
@@ -276,26 +232,22 @@ static char *page(json_t *items, const char *cont, long limit,
 
 void gq_sim_do_list(struct gq_sim_req *r)
 {
-  struct gq_labelsel *ls;
-  struct gq_fieldsel *fs;
-  json_t *all, *items = json_array(), *out, *it;
-  const char *lim = q(r, "limit");
+  struct gq_sim_params p;
+  json_t *all, *items, *out, *it;
   char api[128], rv[32], *cont;
-  long limit = lim ? strtol(lim, NULL, 10) : 0, remaining;
+  long remaining;
   size_t i;
 
-  if (parse_selectors(r, &ls, &fs) != 0) {
-    json_decref(items);
+  if (parse_params(r, &p) != 0)
     return;
-  }
+  items = json_array();
   all = gq_sim_list(r->k, *r->ns ? r->ns : NULL);
   json_array_foreach(all, i, it)
-    if (selected(it, ls, fs))
+    if (selected(it, p.labels, p.fields))
       json_array_append(items, it);
   json_decref(all);
-  gq_labelsel_free(ls);
-  gq_fieldsel_free(fs);
-  cont = page(items, q(r, "continue"), limit, &remaining);
+  cont = page(items, p.cont, p.limit, &remaining);
+  gq_sim_params_release(&p);
   snprintf(rv, sizeof(rv), "%llu", (unsigned long long)r->s->rv);
   if (r->table) {
     out = gq_sim_table(r->k, items, r->include_object, 1);
@@ -325,18 +277,20 @@ void gq_sim_do_list(struct gq_sim_req *r)
 void gq_sim_do_watch(struct gq_sim_req *r)
 {
   struct gq_sim_watch_opts o = {.kind = r->k};
-  const char *rv = q(r, "resourceVersion"), *to = q(r, "timeoutSeconds");
+  struct gq_sim_params p;
   char msg[200];
 
-  if (parse_selectors(r, &o.labels, &o.fields) != 0)
+  if (parse_params(r, &p) != 0)
     return;
+  o.labels = p.labels; /* the watch takes them */
+  o.fields = p.fields;
   o.ns = *r->ns ? r->ns : NULL;
   o.view = r->view;
   o.table = r->table;
   o.include_object = r->include_object;
   o.bookmarks = gq_sim_query_bool(r, "allowWatchBookmarks");
-  o.from_rv = rv && *rv ? strtoull(rv, NULL, 10) : 0;
-  o.timeout_s = to ? strtol(to, NULL, 10) : 0;
+  o.from_rv = p.from_rv;
+  o.timeout_s = p.timeout_s;
   if (gq_sim_watch_open(r->s, r->http, &o) == GQ_EGONE) {
     /* 200, then one ERROR event with a 410 Expired Status, then close. */
     struct gq_http_stream *st =
@@ -366,48 +320,15 @@ static json_t *read_body(struct gq_sim_req *r)
 {
   size_t len;
   const char *body = gq_http_body(r->http, &len);
-  const char *ct = gq_http_header(r->http, "Content-Type");
-  json_error_t jerr;
-  json_t *obj, *docs;
-  char err[ERRLEN], msg[ERRLEN + 64];
+  char err[ERRLEN];
+  int code;
+  json_t *obj = gq_sim_body_decode(r->k, body, len,
+                                   gq_http_header(r->http, "Content-Type"),
+                                   &code, err, sizeof(err));
 
-  if (gq_pb_is_protobuf(body, len)) {
-    /* kubectl sends some built-ins as protobuf. Only a namespace is all
-     * metadata; for anything else reading the metadata alone would lose
-     * the object's spec, so the sim says so instead of storing less. */
-    if (!is_core(r->k, "namespaces")) {
-      gq_sim_status(r->http, 415, "UnsupportedMediaType",
-                    "gpuq-sim reads protobuf bodies only for namespaces; "
-                    "write the object as YAML or JSON and use kubectl "
-                    "create -f or apply -f",
-                    NULL);
-      return NULL;
-    }
-    obj = gq_pb_decode_meta(body, len);
-    if (!obj)
-      bad_request(r, "the body of the request is not a valid protobuf "
-                     "object");
-    return obj;
-  }
-  if (ct && strstr(ct, "yaml")) {
-    if (gq_yaml_parse(body, len, &docs, err, sizeof(err)) != 0 ||
-        json_array_size(docs) != 1) {
-      snprintf(msg, sizeof(msg), "the body of the request is not valid YAML: "
-               "%s", err);
-      json_decref(docs);
-      bad_request(r, msg);
-      return NULL;
-    }
-    obj = json_incref(json_array_get(docs, 0));
-    json_decref(docs);
-    return obj;
-  }
-  obj = json_loadb(body, len, JSON_DECODE_ANY, &jerr);
-  if (!obj) {
-    snprintf(msg, sizeof(msg), "the body of the request is not valid JSON: "
-             "%s at line %d column %d", jerr.text, jerr.line, jerr.column);
-    bad_request(r, msg);
-  }
+  if (!obj)
+    gq_sim_status(r->http, code, code == 415 ? "UnsupportedMediaType"
+                                             : "BadRequest", err, NULL);
   return obj;
 }
 
@@ -458,23 +379,7 @@ static int validate(struct gq_sim_req *r, json_t *obj, const char *name)
     gq_schema_report_release(&rep);
     return rc;
   }
-  if (is_core(r->k, "pods")) {
-    struct gq_pod p;
-
-    if (gq_pod_decode(obj, &p, err, sizeof(err)) != 0) {
-      invalid_msg(r, name, err);
-      return -1;
-    }
-    gq_pod_release(&p);
-  } else if (is_core(r->k, "nodes")) {
-    struct gq_node n;
-
-    if (gq_node_decode(obj, NULL, &n, err, sizeof(err)) != 0) {
-      invalid_msg(r, name, err);
-      return -1;
-    }
-    gq_node_release(&n);
-  } else if (gq_sim_webhook_config_check(r->k, obj, err, sizeof(err)) != 0) {
+  if (gq_sim_builtin_check(r->k, obj, err, sizeof(err)) != 0) {
     invalid_msg(r, name, err);
     return -1;
   }
@@ -1133,21 +1038,19 @@ static void delete_admitted(struct gq_sim_req *r, json_t *none, void *arg)
 
 void gq_sim_do_delete_collection(struct gq_sim_req *r)
 {
-  struct gq_labelsel *ls;
-  struct gq_fieldsel *fs;
+  struct gq_sim_params p;
   struct del_opts o;
-  json_t *items, *it, *out = json_array();
+  json_t *items, *it, *out;
   char api[128];
   size_t i;
 
-  if (parse_selectors(r, &ls, &fs) != 0) {
-    json_decref(out);
+  if (parse_params(r, &p) != 0)
     return;
-  }
+  out = json_array();
   delete_opts(r, &o);
   items = gq_sim_list(r->k, *r->ns ? r->ns : NULL);
   json_array_foreach(items, i, it) {
-    if (selected(it, ls, fs))
+    if (selected(it, p.labels, p.fields))
       json_array_append_new(out, gq_sim_delete(r->s, r->k,
                                                gq_meta_str(it, "namespace"),
                                                gq_meta_str(it, "name"),
@@ -1155,8 +1058,7 @@ void gq_sim_do_delete_collection(struct gq_sim_req *r)
   }
   json_decref(items);
   json_decref(o.body);
-  gq_labelsel_free(ls);
-  gq_fieldsel_free(fs);
+  gq_sim_params_release(&p);
   gq_sim_reply(r->http, 200,
                json_pack("{s:s, s:s, s:{}, s:o}", "kind", r->k->list_kind,
                          "apiVersion",

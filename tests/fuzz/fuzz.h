@@ -5,7 +5,9 @@
  * returned, so a leak is a finding too. The same file links either with
  * libFuzzer (clang, -DGQ_FUZZ=ON, `make fuzz`) or with driver.c, which
  * replays a seed corpus once (gcc, the sanitizer build, `make test`).
- * Harnesses never print and keep no state between inputs.
+ * Harnesses never print and keep no state between inputs (sim_request
+ * registers gpuq-sim's kinds once, on the first input, and only reads them
+ * after).
  */
 #ifndef GQ_TESTS_FUZZ_H
 #define GQ_TESTS_FUZZ_H

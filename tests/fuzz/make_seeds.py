@@ -75,6 +75,9 @@ def main():
         with open(p, "rb") as f:
             put("kubeconfig", base(p), f.read())
 
+    sim_request_seeds(yamls)
+    priorityclass_seeds()
+
     for i, q in enumerate(["1", "500m", "2Gi", "80G", "1.5", "0.1", "1e3",
                            "100Ei", "-4", "9223372036854775807", "1n",
                            "12Ki", "1E", "0.000001", "+3"]):
@@ -141,6 +144,85 @@ def main():
     put("status", "html", struct.pack(">H", 402) + b"<html>bad gateway</html>")
     put("status", "retry-date", struct.pack(">H", 403) +
         b"Sun, 06 Nov 1994 08:49:37 GMT")
+
+
+PCS = {
+    "urgent": {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+               "metadata": {"name": "urgent"}, "value": 100},
+    "default": {"metadata": {"name": "batch-default"}, "value": 0,
+                "globalDefault": True, "preemptionPolicy": "Never",
+                "description": "the default for batch jobs"},
+    "system": {"metadata": {"name": "system-node-critical"},
+               "value": 2000001000},
+    "too-high": {"metadata": {"name": "greedy"}, "value": 1000000001},
+    "int32-min": {"metadata": {"name": "low"}, "value": -2147483648},
+    "beyond-int32": {"metadata": {"name": "low"}, "value": 2147483648},
+    "string-value": {"metadata": {"name": "s"}, "value": "100"},
+    "no-value": {"metadata": {"name": "none"}},
+    "bad-policy": {"metadata": {"name": "p"}, "value": 1,
+                   "preemptionPolicy": "Always"},
+}
+
+
+def priorityclass_seeds():
+    for k, v in PCS.items():
+        put("priorityclass", k + ".json", json.dumps(v))
+
+
+def sim_request_seeds(yamls):
+    """METHOD PATH?QUERY, newline, Content-Type, newline, body."""
+    def req(name, line, body="", ctype=""):
+        put("sim_request", name, "%s\n%s\n%s" % (line, ctype, body))
+
+    n = 0
+    for p in yamls:
+        for d in docs(p):
+            kind = d.get("kind") if isinstance(d, dict) else None
+            if kind == "GpuJob":
+                ns = d["metadata"].get("namespace", "default")
+                req("%s-%d" % (base(p), n), "POST /apis/gpuq.dev/v1alpha1/"
+                    "namespaces/%s/gpujobs?fieldValidation=Strict" % ns,
+                    json.dumps(d))
+            elif kind == "TeamQuota":
+                req("%s-%d" % (base(p), n),
+                    "PUT /apis/gpuq.dev/v1alpha1/teamquotas/%s" %
+                    d["metadata"]["name"], json.dumps(d))
+            n += 1
+    for p in sorted(glob.glob("tests/fixtures/nodes/*.json")):
+        with open(p) as f:
+            req("node-" + base(p), "PUT /api/v1/nodes/n1/status", f.read())
+    req("list-selectors", "GET /api/v1/pods?labelSelector=app%3Dx%2Ctier+in"
+        "+%28a%2Cb%29&fieldSelector=spec.nodeName%3Dn1%2Cstatus.phase!%3D"
+        "Running&limit=2&continue=default%2Fa")
+    req("watch", "GET /api/v1/namespaces/ml/pods?watch=true&resourceVersion"
+        "=5&timeoutSeconds=10&allowWatchBookmarks=True")
+    req("watch-events", "GET /apis/events.k8s.io/v1/events?watch=1&"
+        "fieldSelector=regarding.name%3Dx")
+    req("bad-bool", "GET /api/v1/nodes?watch=maybe")
+    req("bad-limit", "GET /api/v1/nodes?limit=ten")
+    req("limit-range", "GET /api/v1/nodes?limit=99999999999999999999")
+    req("bad-field", "GET /api/v1/nodes?fieldSelector=spec.x%3D1")
+    req("pod-yaml", "POST /api/v1/namespaces/ml/pods",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n"
+        "  containers:\n  - name: c\n    image: i\n    resources:\n"
+        "      limits:\n        nvidia.com/gpu: 8\n", "application/yaml")
+    req("eviction", "POST /api/v1/namespaces/ml/pods/p/eviction",
+        json.dumps({"apiVersion": "policy/v1", "kind": "Eviction",
+                    "metadata": {"name": "p", "namespace": "ml"}}))
+    req("namespace-status", "PUT /api/v1/namespaces/ml/status",
+        json.dumps({"metadata": {"name": "ml"}}))
+    req("protobuf", "POST /api/v1/namespaces", "k8s\x00\n\x0f\n\x02v1"
+        "\x12\tNamespace\x12\x08\n\x06\n\x04team", "application/"
+        "vnd.kubernetes.protobuf")
+    for k, v in PCS.items():
+        req("pc-" + k, "POST /apis/scheduling.k8s.io/v1/priorityclasses",
+            json.dumps(v))
+    req("webhook", "POST /apis/admissionregistration.k8s.io/v1/"
+        "validatingwebhookconfigurations", json.dumps({
+            "metadata": {"name": "w"}, "webhooks": [{
+                "name": "w.gpuq.dev", "sideEffects": "None",
+                "admissionReviewVersions": ["v1"], "timeoutSeconds": 40,
+                "clientConfig": {"url": "https://x"}}]}))
 
 
 if __name__ == "__main__":

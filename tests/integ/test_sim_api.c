@@ -511,6 +511,49 @@ static void test_bool_query(void **state)
   free(resp);
 }
 
+/* Input limits (issue 23): a body above kube-apiserver's 3 MiB is a 413
+ * Status naming the limit, before anything reads it; an integer query
+ * parameter that Go's strconv.ParseInt refuses is a 400 with its words. */
+static void test_input_limits(void **state)
+{
+  size_t n = (3u << 20) + 1;
+  char *body = malloc(n + 1);
+  json_t *st;
+
+  (void)state;
+  memset(body, ' ', n);
+  body[0] = '{';
+  body[n - 1] = '}';
+  body[n] = '\0';
+  st = call("POST", "/api/v1/namespaces", body, "application/json", 413,
+            NULL);
+  free(body);
+  assert_string_equal(str_at(st, "kind", NULL), "Status");
+  assert_string_equal(str_at(st, "reason", NULL), "RequestEntityTooLarge");
+  assert_string_equal(str_at(st, "message", NULL),
+                      "request entity too large: the body exceeds 3145728 "
+                      "bytes");
+  json_decref(st);
+  st = call("GET", "/api/v1/namespaces?limit=ten", NULL, NULL, 400, NULL);
+  assert_string_equal(str_at(st, "message", NULL),
+                      "strconv.ParseInt: parsing \"ten\": invalid syntax");
+  json_decref(st);
+  st = call("GET", "/api/v1/namespaces?watch=1&timeoutSeconds="
+            "99999999999999999999", NULL, NULL, 400, NULL);
+  assert_string_equal(str_at(st, "message", NULL),
+                      "strconv.ParseInt: parsing \"99999999999999999999\": "
+                      "value out of range");
+  json_decref(st);
+  /* a PriorityClass above the user range is refused as the apiserver does */
+  st = call("POST", "/apis/scheduling.k8s.io/v1/priorityclasses",
+            "{\"metadata\":{\"name\":\"greedy\"},\"value\":1000000001}",
+            "application/json", 422, NULL);
+  assert_non_null(strstr(str_at(st, "message", NULL),
+                         "value: must be no more than 1000000000 (the highest "
+                         "user-definable priority)"));
+  json_decref(st);
+}
+
 static void test_fault_injection(void **state)
 {
   double t0;
@@ -566,6 +609,7 @@ int main(void)
       cmocka_unit_test(test_crd_created_through_api),
       cmocka_unit_test(test_bool_query),
       cmocka_unit_test(test_pod_defaults),
+      cmocka_unit_test(test_input_limits),
       cmocka_unit_test(test_fault_injection),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
