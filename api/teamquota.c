@@ -86,6 +86,9 @@ static void decode_resources(struct gq_dec *d, const json_t *spec,
 static const char *const within_names[] = {"Never", "LowerPriority", NULL};
 static const char *const reclaim_names[] = {"Never", "LowerPriority", "Any",
                                             NULL};
+/* enum gq_sched_policy's order (decide/las.h) */
+static const char *const sched_names[] = {"fifo-backfill", "attained-service",
+                                          NULL};
 
 static void decode_spec(struct gq_dec *d, const json_t *spec,
                         struct gq_teamquota *q)
@@ -111,6 +114,7 @@ static void decode_spec(struct gq_dec *d, const json_t *spec,
                                within_names, 0, GQ_WITHIN_LOWER_PRIORITY);
   q->reclaim = gq_dec_enum(d, pre, "spec.preemption.reclaimFromCohort",
                            reclaim_names, 0, GQ_RECLAIM_ANY);
+  q->sched = gq_dec_enum(d, spec, "spec.schedulingPolicy", sched_names, 0, -1);
 }
 
 int gq_teamquota_decode(const json_t *obj, struct gq_teamquota *out, char *err,

@@ -423,7 +423,7 @@ static void cands(struct ctl *c, struct cohort_in *ci)
   size_t n = cand_pods(c, ci);
 
   ci->cands = gq_xcalloc(n + 1, sizeof(*ci->cands));
-  const struct gq_las *las = ctl_las(c);
+  const struct gq_las *las = ctl_las(c, ci->ct[0]->name);
   int64_t now = gq_clock_now_ms();
 
   for (size_t i = 0; i < n; i++) {
@@ -460,7 +460,8 @@ static void draining_views(struct ctl *c, struct cohort_in *ci)
       continue;
     ci->draining[n++] = (struct gq_pass_draining){
         cj, j, ti, cj->priority,
-        gq_las_level(ctl_las(c), gq_las_service(cj->service_s, cj->gpus,
+        gq_las_level(ctl_las(c, cj->team),
+                     gq_las_service(cj->service_s, cj->gpus,
                                                 cj->start_ms, cj->td_ms)),
         cj->queued_ms, cj->flavor};
   }
@@ -516,7 +517,7 @@ static void cohort_input(struct ctl *c, struct ccohort *k,
   ci->in.has_cohort = *k->redis_cohort != '\0';
   ci->in.use = ci->use;
   ci->in.n_use = ci->n_use;
-  ci->in.las = ctl_las(c);
+  ci->in.las = n ? ctl_las(c, ci->ct[0]->name) : NULL;
   if (n && !c->o.fifo)
     draining_views(c, ci);
 }

@@ -168,6 +168,7 @@ static void quota_changed(const json_t *o, void *arg)
     ctl_cohort(c, coh, name)->rebuilt = 0;
     snprintf(t->cohort, sizeof(t->cohort), "%s", coh);
   }
+  las_relevel(c); /* its cohort's policy may have changed */
   mark_all(c, name, NULL);
   ctl_schedule_pass(c);
 }

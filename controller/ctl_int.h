@@ -351,6 +351,8 @@ void jobs_replica_key(const struct cjob *cj, const struct gq_gpujob *j,
  * it CJ_QUEUED with its team's cohort; no-op when it is queued. Redis is
  * the caller's. */
 void store_queue_insert(struct ctl *c, struct cjob *cj);
+/* Sorts t's queue again (after its jobs' levels changed). */
+void store_queue_sort(struct cteam *t);
 /* Takes cj out of its team's in-memory queue (Redis is told separately:
  * admitted jobs leave it in the admit script, deleted ones by remove). */
 void jobs_queue_del(struct ctl *c, struct cjob *cj);
@@ -564,9 +566,14 @@ void admit_pass(struct ctl *c);
 void admit_free(struct ctl *c);
 
 /* las.c: attained-service scheduling and fair share over time */
-/* The attained-service parameters when the cohorts schedule by attained
- * service (--scheduling attained-service, not --policy fifo), else NULL. */
-const struct gq_las *ctl_las(const struct ctl *c);
+/* The attained-service parameters when team's cohort schedules by
+ * attained service (its TeamQuotas' spec.schedulingPolicy, else
+ * --scheduling; never under --policy fifo), else NULL. team NULL or
+ * without a TeamQuota: --scheduling's. */
+const struct gq_las *ctl_las(struct ctl *c, const char *team);
+/* After a TeamQuota change: every queued job's level under its cohort's
+ * policy now, and each team's queue sorted again if one changed. */
+void las_relevel(struct ctl *c);
 /* Team t's decayed usage history as the mean GPUs it used (brought to
  * now); 0 without --fair-share-half-life. */
 double las_team_mean_gpus(struct ctl *c, struct cteam *t);

@@ -13,6 +13,8 @@
  */
 #include "controller/ctl_int.h"
 
+#include "api/priorityclass.h"
+
 #include "decide/names.h"
 #include "base/alloc.h"
 #include "base/clock.h"
@@ -70,7 +72,7 @@ void jobs_queue_add(struct ctl *c, struct cjob *cj)
 
   if (cj->t)
     return;
-  cj->level = gq_las_level(ctl_las(c), cj->service_s);
+  cj->level = gq_las_level(ctl_las(c, cj->team), cj->service_s);
   store_queue_insert(c, cj);
   k = ctl_cohort(c, cj->cohort, cj->team);
   if (!k->rebuilt && !k->rebuilding)
@@ -521,22 +523,15 @@ static void view_quota(struct ctl *c, const char *team, const char *ns,
 }
 
 /* j's priority: its PriorityClass's value when it names one that exists
- * (*found says whether it does). */
+ * and is valid (api/priorityclass.h; *found says whether it does). */
 static int32_t spec_priority(struct ctl *c, const struct gq_gpujob *j,
                              int *found)
 {
-  const json_t *pc;
-  json_int_t v;
-
   *found = 0;
   if (!j->priority_class)
     return j->priority;
-  pc = gq_informer_get(c->inf_pcs, j->priority_class);
-  if (!pc)
-    return j->priority;
-  *found = 1;
-  v = json_integer_value(json_object_get(pc, "value"));
-  return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+  return gq_priorityclass_value(gq_informer_get(c->inf_pcs, j->priority_class),
+                                j->priority, found);
 }
 
 static void view_status(const struct gq_gpujob_status *st,

@@ -1,8 +1,11 @@
 /* controller/las.c - attained-service scheduling and fair share over time
  * in the controller (decide/las.h holds the rules).
  *
- * - ctl_las(): the cohort policy's parameters, or NULL under
- *   fifo-backfill (and under --policy fifo).
+ * - ctl_las(): a team's cohort policy's parameters, or NULL under
+ *   fifo-backfill (and under --policy fifo). A cohort's policy is the
+ *   spec.schedulingPolicy of the first of its TeamQuotas by name that sets
+ *   one, else --scheduling; when it changes, the queued jobs' levels and
+ *   the queue order follow (las_relevel).
  * - Fair share over time: each team's usage history (its admitted GPUs
  *   integrated with a half-life of --fair-share-half-life) is accrued on
  *   every tick, given to the pass as the mean GPUs it stands for, and
@@ -28,9 +31,55 @@ static const struct gq_lc lc = {"controller", "las", NULL};
 
 #define FAIR_SAVE_MS 10000 /* real ms between two saves of the history */
 
-const struct gq_las *ctl_las(const struct ctl *c)
+/* The policy of q's cohort: the schedulingPolicy of the first team by
+ * name of the cohort that sets one, else the controller's. */
+static int cohort_sched(struct ctl *c, const struct gq_teamquota *q)
 {
-  return c->o.sched == GQ_SCHED_ATTAINED && !c->o.fifo ? &c->o.las : NULL;
+  const char *first = NULL;
+  int sched = q->sched;
+  struct cteam *t, *tt;
+
+  if (!q->cohort)
+    return sched >= 0 ? sched : (int)c->o.sched;
+  if (sched >= 0)
+    first = q->meta.name;
+  HASH_ITER(hh, c->teams, t, tt) {
+    const struct gq_teamquota *o = ctl_quota(c, t->name);
+
+    if (o && o->sched >= 0 && o->cohort && !strcmp(o->cohort, q->cohort) &&
+        (!first || strcmp(t->name, first) < 0)) {
+      first = t->name;
+      sched = o->sched;
+    }
+  }
+  return sched >= 0 ? sched : (int)c->o.sched;
+}
+
+const struct gq_las *ctl_las(struct ctl *c, const char *team)
+{
+  const struct gq_teamquota *q = team ? ctl_quota(c, team) : NULL;
+  int sched = q ? cohort_sched(c, q) : (int)c->o.sched;
+
+  return sched == GQ_SCHED_ATTAINED && !c->o.fifo ? &c->o.las : NULL;
+}
+
+void las_relevel(struct ctl *c)
+{
+  struct cteam *t, *tt;
+
+  HASH_ITER(hh, c->teams, t, tt) {
+    const struct gq_las *las = ctl_las(c, t->name);
+    int moved = 0;
+
+    for (size_t i = 0; i < t->n; i++) {
+      int level = gq_las_level(las, t->q[i]->service_s);
+
+      moved |= level != t->q[i]->level;
+      t->q[i]->level = level;
+    }
+    if (moved)
+      store_queue_sort(t);
+  }
 }
 
 static int64_t team_used(const struct cteam *t)
@@ -186,7 +235,6 @@ static void promote(struct ctl *c, const struct gq_las *las, struct cteam *t,
 
 void las_tick(struct ctl *c)
 {
-  const struct gq_las *las = ctl_las(c);
   int64_t now = gq_clock_now_ms(), mono = gq_clock_mono_ms();
   struct cteam *t, *tt;
 
@@ -198,7 +246,10 @@ void las_tick(struct ctl *c)
       fair_save(c, now);
     }
   }
-  if (las && las->starve_factor > 0)
-    HASH_ITER(hh, c->teams, t, tt)
+  HASH_ITER(hh, c->teams, t, tt) {
+    const struct gq_las *las = t->n ? ctl_las(c, t->name) : NULL;
+
+    if (las && las->starve_factor > 0)
       promote(c, las, t, now);
+  }
 }

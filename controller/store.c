@@ -212,6 +212,19 @@ void store_queue_insert(struct ctl *c, struct cjob *cj)
   cj->cohort = ctl_intern(c, t->cohort);
 }
 
+static int before_cmp(const void *x, const void *y)
+{
+  const struct cjob *a = *(struct cjob *const *)x, *b = *(struct cjob *const *)y;
+
+  return before(a, b) ? -1 : before(b, a) ? 1 : 0;
+}
+
+void store_queue_sort(struct cteam *t)
+{
+  if (t->n > 1)
+    qsort(t->q, t->n, sizeof(*t->q), before_cmp);
+}
+
 /* Takes cj out of its team's in-memory queue (Redis is told separately:
  * admitted jobs leave it in the admit script, deleted ones by remove). */
 void jobs_queue_del(struct ctl *c, struct cjob *cj)

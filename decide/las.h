@@ -57,9 +57,10 @@ struct gq_las {
                            last attempt's run; 0 = never */
 };
 
-/* gpuq's defaults: two levels split at 3,600 GPU-seconds (one GPU-hour),
- * minRunSeconds 600 (issue 21), promotion after 10x the last run. */
-#define GQ_LAS_DEFAULT ((struct gq_las){{3600}, 1, 600, 10.0})
+/* gpuq's defaults: three levels split at 3,600 and 36,000 GPU-seconds
+ * (one and ten GPU-hours), minRunSeconds 600 (issue 21), promotion after
+ * twice the last run (bench/README.md, "replay": what was tried). */
+#define GQ_LAS_DEFAULT ((struct gq_las){{3600, 36000}, 2, 600, 2.0})
 
 /* gpuq-controller's default policy (the better of the two on
  * bench/replay, bench/README.md) and fair-share half-life (s). */

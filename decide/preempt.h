@@ -76,8 +76,10 @@ int gq_preempt_may_reclaim(const struct gq_preempt_ask *ask);
  *   - of the preemptor's team, with a lower priority, if the team's
  *     preemption.withinTeam is LowerPriority;
  *   - of the preemptor's team, with the same priority, a higher
- *     attained-service level than the preemptor's and demotable, if
- *     ask->las and withinTeam is not Never (decide/las.h: demotion);
+ *     attained-service level than the preemptor's, no more GPUs than the
+ *     preemptor (a gang never gives up its GPUs to a smaller job, then to
+ *     wait for as many free together) and demotable, if ask->las and
+ *     withinTeam is not Never (decide/las.h: demotion);
  *   - of another team, if the preemptor's team's reclaimFromCohort is Any
  *     (or LowerPriority and the candidate's priority is lower), the
  *     preemptor's admission stays within its nominal quota of the flavor

@@ -58,6 +58,9 @@ struct gq_teamquota {
   size_t n_res;
   enum gq_within_team within_team;  /* default LowerPriority */
   enum gq_reclaim reclaim;          /* default Any */
+  /* spec.schedulingPolicy: enum gq_sched_policy (decide/las.h), or -1
+   * when absent (the controller's --scheduling) */
+  int sched;
 };
 
 /* Returns 1 if GpuJobs of namespace ns may use this team's quota (ns is in

@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include "decide/las.h"
+
 #include "api/gpujob.h"
 #include "api/teamquota.h"
 #include "api/yaml.h"
@@ -149,6 +151,12 @@ static void test_quota_semantics(void **state)
   assert_null(gq_teamquota_find(&q, "Tesla-T4", "nvidia.com/gpu"));
   assert_int_equal(q.within_team, GQ_WITHIN_LOWER_PRIORITY);
   assert_int_equal(q.reclaim, GQ_RECLAIM_ANY);
+  assert_int_equal(q.sched, -1); /* absent: the controller's --scheduling */
+  gq_teamquota_release(&q);
+  json_decref(obj);
+  obj = load_one("examples/teamquota-vision.yaml");
+  assert_int_equal(gq_teamquota_decode(obj, &q, err, sizeof(err)), 0);
+  assert_int_equal(q.sched, GQ_SCHED_ATTAINED);
   gq_teamquota_release(&q);
   json_decref(obj);
 }

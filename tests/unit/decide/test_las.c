@@ -68,7 +68,7 @@ static void test_thresholds(void **state)
     } else {
       if (!strstr(err, t[i].err))
         fail_msg("'%s': message '%s' lacks '%s'", t[i].in, err, t[i].err);
-      assert_int_equal(l.n_thresholds, 1); /* untouched */
+      assert_int_equal(l.n_thresholds, GQ_LAS_DEFAULT.n_thresholds);
     }
   }
 }
@@ -122,10 +122,11 @@ static void test_demotable(void **state)
 
 static void test_starved(void **state)
 {
-  struct gq_las l = GQ_LAS_DEFAULT; /* factor 10, minRunSeconds 600 */
+  struct gq_las l = GQ_LAS_DEFAULT; /* minRunSeconds 600 */
   int64_t rq = 5000000;
 
   (void)state;
+  l.starve_factor = 10;
   /* ran 1,000 s: promoted after waiting 10,000 s */
   assert_false(gq_las_starved(&l, 1, rq, 1000000, rq + 9999999));
   assert_true(gq_las_starved(&l, 1, rq, 1000000, rq + 10000000));

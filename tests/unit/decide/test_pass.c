@@ -260,7 +260,7 @@ static const struct las_case las_cases[] = {
       {ALONE(16)}, 0, {{0, 1, 8, 0, NULL, 0, 0, 0}}, 1,
       {{0, 0, 8, 0, -1, 1}}, 1, {0}, 0, 0, 0,
       "q0 WaitingForCapacity eta=-1\n", REL, 0, NULL, NULL, NULL},
-     {1}, {1}, {1}},
+     {2}, {2}, {1}},
     /* both would borrow; b's head has had less service: it goes first */
     {{"attained-service: the lower level's team goes first", 1,
       {COHORT(4), COHORT(4)}, 1,
