@@ -544,6 +544,9 @@ static void register_metrics(struct ctl *c)
       "GPUs guaranteed to the team by its TeamQuota, per flavor.", 2, tf);
   c->m_borrowed = gq_metrics_gauge(m, "gpuq_borrowed_gpus",
       "GPUs the team uses above its nominal quota, per flavor.", 2, tf);
+  c->m_hist = gq_metrics_gauge(m, "gpuq_usage_history_gpus",
+      "Mean GPUs the team used over the recent past (decayed usage, "
+      "--fair-share-half-life): its fair share over time.", 1, tm);
   c->m_wait = gq_metrics_histogram(m, "gpuq_queue_wait_seconds",
       "Time from queueing to admission (virtual seconds).", 1, tm,
       wait_buckets, sizeof(wait_buckets) / sizeof(wait_buckets[0]));

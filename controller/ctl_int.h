@@ -275,6 +275,7 @@ struct ctl {
       *m_resumes; /* disrupt.c */
   struct gq_metric *m_leader, *m_redis_up; /* 0/1 gauges for alerts */
   struct gq_metric *m_workloads; /* by team, kind and state (status.c) */
+  struct gq_metric *m_hist;      /* usage history by team (las.c) */
   int64_t frag_gpus;
   /* frees (real ms when a pod ended) not yet answered by a pod create,
    * oldest first (a ring): gpuq_freed_to_create_seconds */

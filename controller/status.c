@@ -1065,11 +1065,14 @@ void status_metrics(struct ctl *c)
   gq_metric_reset(c->m_admitted_gpus);
   gq_metric_reset(c->m_nominal);
   gq_metric_reset(c->m_borrowed);
+  gq_metric_reset(c->m_hist);
   HASH_ITER(hh, c->teams, t, tt) {
     const struct gq_teamquota *q = ctl_quota(c, t->name);
     const char *l1[] = {t->name};
 
     gq_metric_set(c->m_pending, l1, (double)t->n);
+    if (q && c->o.fair_half_life_s > 0)
+      gq_metric_set(c->m_hist, l1, las_team_mean_gpus(c, t));
     for (size_t i = 0; i < t->n; i++)
       workload_gauge(c, t->name, t->q[i]->wl, "queued");
     for (size_t i = 0; i < t->n_use; i++) {

@@ -134,14 +134,16 @@ static void on_value(struct gq_rq *r, int status,
 }
 
 /* Reads one key of the cohort: a queue (ZRANGE) or a hash (HGETALL). The
- * version key is not part of the state. */
+ * version key and the fair-share history (P:{C}:fair, which no object
+ * holds) are not part of the state: the rebuild leaves them. */
 static void read_key(struct rb *b, const char *k)
 {
   struct read_ctx *c;
   const char *argv[4];
   int zset = strstr(k, "}:q:") != NULL, rc;
+  size_t n = strlen(k);
 
-  if (!strcmp(k, b->ver))
+  if (!strcmp(k, b->ver) || (n >= 6 && !strcmp(k + n - 6, "}:fair")))
     return;
   c = gq_xcalloc(1, sizeof(*c));
   c->b = b;

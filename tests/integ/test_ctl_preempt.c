@@ -825,15 +825,30 @@ static void test_preempting_keeps_place(void **state)
 
 /* ---- 8. preemptions are not failures ------------------------------------- */
 
-/* The /metrics text of the controller (heap). */
-static char *metrics(void)
+/* The /metrics text of the controller (heap), or NULL when it does not
+ * answer 200 (*code says what it answered). */
+static char *metrics_get(int *code)
 {
   char url[128], *resp = NULL;
 
   snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics",
            w.ctl.metrics_port);
-  assert_int_equal(gq_test_http("GET", url, NULL, NULL, NULL, &resp), 200);
+  *code = gq_test_http("GET", url, NULL, NULL, NULL, &resp);
+  if (*code != 200) {
+    free(resp);
+    return NULL;
+  }
   return resp;
+}
+
+/* The /metrics text of the controller (heap). */
+static char *metrics(void)
+{
+  int code;
+  char *m = metrics_get(&code);
+
+  assert_int_equal(code, 200);
+  return m;
 }
 
 static void expect_metric(const char *text, const char *line)
@@ -879,6 +894,110 @@ static void test_five_preemptions(void **state)
   expect_metric(m, "gpuq_checkpoint_resumes_total{team=\"team-a\"} 5");
   expect_metric(m, "gpuq_checkpoint_duration_seconds_count 5");
   free(m);
+  done();
+}
+
+/* ---- attained-service: demotion and fair share over time (issue 21) ----- */
+
+static const char *const las_args[] = {"--min-run-seconds", "60",
+                                       "--las-thresholds", "400", NULL};
+
+/* 'long' has run 8 GPUs for 70 virtual s (560 GPU-s, level 1 above 400)
+ * when 'short' of the same team and priority comes: short demotes it
+ * (checkpoint, requeue with its service counted), runs and ends; long
+ * resumes from its checkpoint. */
+static void test_demotion(void **state)
+{
+  static const char *const nodes[] = {"pd-:8", NULL};
+  struct job lj = {.name = "long", .gpus = 8, .run_s = 36000, .ckpt_s = 2,
+                   .spec = ",'checkpoint':{'gracePeriodSeconds':30}"};
+  struct job sj = {.name = "short", .gpus = 8, .run_s = 30};
+  char loc[512], *m, *conds;
+  json_t *st;
+
+  (void)state;
+  world_up(nodes, las_args);
+  quota(NS, 8, "");
+  job(&lj);
+  wait_field("long", "status.phase", "Running");
+  gq_test_sim_wait_virtual(&w.sim, 70);
+  job(&sj);
+  wait_field("long", "status.preemptions", "1");
+  wait_field("short", "status.phase", "Running");
+  st = status_of("long");
+  conds = json_dumps(json_object_get(st, "conditions"), JSON_COMPACT);
+  if (!conds || !strstr(conds, "\"reason\":\"Demoted\""))
+    fail_msg("long's Preempted condition does not say Demoted: %s", conds);
+  free(conds);
+  assert_true(json_integer_value(json_object_get(st, "attainedGPUSeconds")) >=
+              400);
+  json_decref(st);
+  wait_field("short", "status.phase", "Succeeded");
+  wait_field("long", "status.phase", "Running");
+  last_checkpoint("long", loc, sizeof(loc));
+  assert_true(strncmp(loc, "sim://" NS "/long/", 15) == 0);
+  expect_pods("long", 2, 1, NULL, loc);
+  m = metrics();
+  expect_metric(m, "gpuq_preemptions_total{reason=\"Demoted\"} 1");
+  free(m);
+  done();
+}
+
+/* The value of the gauge line that starts with prefix in the controller's
+ * /metrics, or -1 when there is none. */
+static double gauge(const char *prefix)
+{
+  int code;
+  char *m = metrics_get(&code), *at = m ? strstr(m, prefix) : NULL;
+  double v = at ? strtod(at + strlen(prefix), NULL) : -1;
+
+  free(m);
+  return v;
+}
+
+/* A job holds 8 GPUs for 200 virtual s and ends: the team's usage history
+ * (half-life 600 s) is in Redis, and a new controller reads it back, so
+ * its gauge is not 0 although nothing runs any more. */
+static void test_fair_history_survives_restart(void **state)
+{
+  static const char *const nodes[] = {"pf-:8", NULL};
+  static const char *const args[] = {"--fair-share-half-life", "600", NULL};
+  /* a restarted controller gets what world_up() gave the first one */
+  static const char *const again[] = {"--time-scale", "10", "--time-epoch",
+                                      "1800000000", "--fair-share-half-life",
+                                      "600", NULL};
+  struct job fj = {.name = "f", .gpus = 8, .run_s = 200};
+  const char *g = "gpuq_usage_history_gpus{team=\"team-a\"} ";
+  char *saved;
+  double before, after;
+
+  (void)state;
+  world_up(nodes, args);
+  quota(NS, 8, "");
+  job(&fj);
+  wait_field("f", "status.phase", "Succeeded");
+  /* the history is saved every 10 real s */
+  for (int i = 0; i < 300; i++) {
+    saved = gq_test_redis_cmd(&w.redis, "HGET gpuq:{~team-a}:fair team-a");
+    if (saved && strchr(saved, '@'))
+      break;
+    free(saved);
+    saved = NULL;
+    usleep(100000);
+  }
+  if (!saved)
+    fail_msg("no fair-share history of team-a in Redis");
+  free(saved);
+  before = gauge(g);
+  assert_true(before > 0);
+  assert_int_equal(gq_test_ctl_stop(&w.ctl), 0);
+  assert_int_equal(gq_test_ctl_start(&w.ctl, &w.sim, w.redis.url, 1, again),
+                   0);
+  for (int i = 0; i < 300 && (after = gauge(g)) <= 0; i++)
+    usleep(100000);
+  if (!(after > 0))
+    fail_msg("the new controller's history of team-a is %g (was %g)", after,
+             before);
   done();
 }
 
@@ -1053,6 +1172,9 @@ int main(void)
       cmocka_unit_test_teardown(test_device_plugin_loss, world_down),
       cmocka_unit_test_teardown(test_staggered_victims, world_down),
       cmocka_unit_test_teardown(test_drain_requeue, world_down),
+      cmocka_unit_test_teardown(test_demotion, world_down),
+      cmocka_unit_test_teardown(test_fair_history_survives_restart,
+                                world_down),
   };
 
   if (getenv("GQ_TEST_FILTER"))

@@ -465,10 +465,19 @@ static void test_rebuild_and_drift(void **state)
                         gq_queue_key(&q, "rb", "team-y", "job", "r4", key,
                                      sizeof(key)));
   free(r);
+  /* the fair-share history is no object's: a repair leaves it */
+  WAIT(gq_queue_fair_save(&q, "rb", "team-x", 42, 7, on_done, &o), o);
   d = rebuild(0);
   assert_int_equal(d.gpus_diff, 3);
   assert_int_equal(d.adms_extra, 1);
   assert_int_equal(d.jobs_missing, 1);
+  d = rebuild(1);
+  r = gq_test_redis_cmd(&redis, "HGET %s team-x",
+                        gq_queue_key(&q, "rb", "x", "fair", NULL, key,
+                                     sizeof(key)));
+  assert_non_null(r);
+  assert_string_equal(r, "42.000@7");
+  free(r);
   /* Redis loses everything; the rebuild from the objects restores it. */
   r = gq_test_redis_cmd(&redis, "FLUSHALL");
   free(r);
