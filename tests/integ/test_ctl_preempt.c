@@ -899,7 +899,8 @@ static void test_five_preemptions(void **state)
 
 /* ---- attained-service: demotion and fair share over time (issue 21) ----- */
 
-static const char *const las_args[] = {"--min-run-seconds", "60",
+static const char *const las_args[] = {"--scheduling", "attained-service",
+                                       "--min-run-seconds", "60",
                                        "--las-thresholds", "400", NULL};
 
 /* 'long' has run 8 GPUs for 70 virtual s (560 GPU-s, level 1 above 400)
