@@ -161,7 +161,7 @@ int main(int argc, char **argv)
                                        1, 0, 0, 1000, 1, &names[node], &reqp};
   }
   use.gpus = (long long)(8 * n);
-  ask = (struct gq_preempt_ask){&s, &one, 100, teams, 1, 0, &use, 1, 0, 0, 0};
+  ask = (struct gq_preempt_ask){&s, &one, 100, teams, 1, 0, &use, 1, 0, 0, 0, 0};
   t1 = search(&ask, cand, nc, &v1);
   ask.j = &gang;
   t8 = search(&ask, cand, nc, &v8);

@@ -510,15 +510,20 @@ static void admit_job(struct gq_pass *p, size_t ti, const struct gq_pass_job *v,
 
 /* ---- preemption (DESIGN §4, controller/preempt.h) ------------------ */
 
+/* The ask of v (team ti), refused with rc and verdict (0 when it fits
+ * its quota): a team's own full quota allows only demotion. */
 static struct gq_preempt_ask make_ask(struct gq_pass *p, size_t ti,
-                                      const struct gq_pass_job *v)
+                                      const struct gq_pass_job *v, int rc,
+                                      enum gq_qverdict verdict)
 {
   struct cohort *cs = &p->k;
+  int own = rc == GQ_EQUOTA && (verdict == GQ_Q_OVER_NOMINAL_NO_BORROW ||
+                                verdict == GQ_Q_OVER_BORROW_LIMIT);
 
   return (struct gq_preempt_ask){p->s,      v->spec, v->priority,
                                  cs->tq,    cs->n,   ti,
                                  cs->use,   cs->n_use, cs->las != NULL,
-                                 v->level,  v->queued_ms};
+                                 v->level,  v->queued_ms, own};
 }
 
 /* 1 if team t's quota lets v preempt within its team (withinTeam
@@ -528,16 +533,19 @@ static struct gq_preempt_ask make_ask(struct gq_pass *p, size_t ti,
  * admitted jobs per priority, not a walk over the admitted jobs (this runs
  * for every blocked head in every pass). */
 static int within_victim(const struct gq_pass *p, const struct gq_pass_team *t,
-                         size_t ti, const struct gq_pass_job *v)
+                         size_t ti, const struct gq_pass_job *v,
+                         int demote_only)
 {
   int demote = p->k.las && (size_t)v->level < p->k.las->n_thresholds;
+  int lower = !demote_only;
 
   if (t->quota->within_team != GQ_WITHIN_LOWER_PRIORITY)
     return 0;
-  if (p->k.low[ti] < v->priority || (demote && p->k.low[ti] == v->priority))
+  if ((lower && p->k.low[ti] < v->priority) ||
+      (demote && p->k.low[ti] == v->priority))
     return 1;
   for (size_t i = 0; i < t->n_adm_prio; i++)
-    if (t->adm_prio[i].prio < v->priority ||
+    if ((lower && t->adm_prio[i].prio < v->priority) ||
         (demote && t->adm_prio[i].prio == v->priority))
       return 1;
   return 0;
@@ -568,11 +576,11 @@ static int searchable(struct gq_pass *p, const struct gq_pass_cohort *k,
   if (p->preempts >= p->lim.preempt_max ||
       (v->preempt_ms && p->mono_ms - v->preempt_ms < p->lim.preempt_retry_ms))
     return 0;
-  ask = make_ask(p, ti, v);
+  ask = make_ask(p, ti, v, rc, a->verdict);
   /* no candidate could be a victim: no search (each costs milliseconds
    * at 2,000 nodes, and blocked heads retry) */
   return (room && gq_preempt_may_reclaim(&ask)) ||
-         within_victim(p, &k->teams[ti], ti, v);
+         within_victim(p, &k->teams[ti], ti, v, own);
 }
 
 /* Why victim x goes for by (team ti): the sentence into buf; returns
@@ -671,14 +679,14 @@ static void preempt_plan(struct gq_pass *p, const struct gq_pass_cohort *k,
   st->event_message = msg("preempting %d job(s) to make room: %s", rc, names);
 }
 
-/* Looks for victims whose GPUs let v (the blocked head of team ti) run
- * (gq_preempt_select over the cohort's candidates), and plans them.
- * Returns 1 if it found them. */
+/* Looks for victims whose GPUs let v (the blocked head of team ti,
+ * refused with rc0 and a0) run (gq_preempt_select over the cohort's
+ * candidates), and plans them. Returns 1 if it found them. */
 static int try_preempt(struct gq_pass *p, const struct gq_pass_cohort *k,
-                       size_t ti, const struct gq_pass_job *v,
-                       struct gq_plan *pl)
+                       size_t ti, const struct gq_pass_job *v, int rc0,
+                       const struct gq_assignment *a0, struct gq_plan *pl)
 {
-  struct gq_preempt_ask ask = make_ask(p, ti, v);
+  struct gq_preempt_ask ask = make_ask(p, ti, v, rc0, a0->verdict);
   struct gq_preempt_cand *cand;
   struct gq_assignment a;
   size_t n, *victims, *map;
@@ -811,7 +819,7 @@ static void refused(struct gq_pass *p, const struct gq_pass_cohort *k,
   }
   if (v->has_resv) /* its victims are gone and it still does not fit */
     plan_step(pl, GQ_PLAN_UNRESERVE, 0, v->ref);
-  if (search && try_preempt(p, k, ti, v, pl)) {
+  if (search && try_preempt(p, k, ti, v, rc, a, pl)) {
     cs->blocked[ti] = 1;
     if (rc == GQ_EQUOTA)
       cs->stop[ti] = 1;

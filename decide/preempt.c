@@ -122,9 +122,11 @@ static int allowed(const struct gq_preempt_ask *ask,
 
   if (!c->preemptible)
     return 0;
+  if (ask->demote_only && c->team != ask->team)
+    return 0;
   if (c->team == ask->team)
     return q->within_team == GQ_WITHIN_LOWER_PRIORITY &&
-           (c->priority < ask->priority ||
+           ((c->priority < ask->priority && !ask->demote_only) ||
             (ask->las && c->priority == ask->priority && c->demotable &&
              c->level > ask->level && c->gpus <= ask->j->gpus &&
              c->start_ms > 0 && c->start_ms < ask->queued_ms));

@@ -62,6 +62,10 @@ struct gq_preempt_ask {
                                              attained service: demotion */
   int level;                              /* the preemptor's LAS level */
   int64_t queued_ms;                      /* its first queue time (ms) */
+  int demote_only;                        /* its team's own quota is full:
+                                             only demotion (DESIGN §4:
+                                             priority preemption is for a
+                                             job that fits its quota) */
 };
 
 /* 1 if the preemptor's team may reclaim from another team of the cohort

@@ -261,6 +261,21 @@ static const struct las_case las_cases[] = {
       {{0, 0, 8, 0, -1, 1}}, 1, {0}, 0, 0, 0,
       "q0 WaitingForCapacity eta=-1\n", REL, 0, NULL, NULL, NULL},
      {2}, {2}, {1}},
+    /* the team's own quota (8) is full: demotion frees it, priority
+     * preemption does not apply (DESIGN §4: for a job that fits it) */
+    {{"attained-service: at its own quota a job demotes its level-1 peer", 1,
+      {ALONE(8)}, 0, {{0, 1, 8, 0, NULL, 0, 0, 0}}, 1,
+      {{0, 0, 8, 0, -1, 1}}, 1, {0}, 0, 0, 0,
+      "search q0\n"
+      "reserve q0 n0\n"
+      "victim r0 for q0 Demoted\n"
+      "q0 WaitingForPreemption event=Preempting\n", CANDS, 0, NULL, NULL, NULL},
+     {0}, {1}, {1}},
+    {{"attained-service: at its own quota no priority preemption", 1,
+      {ALONE(8)}, 0, {{0, 1, 8, 10, NULL, 0, 0, 0}}, 1,
+      {{0, 0, 8, 0, -1, 1}}, 1, {0}, 0, 0, 0,
+      "q0 WaitingForQuota eta=-1\n", 0, 0, NULL, NULL, NULL},
+     {0}, {1}, {1}},
     /* both would borrow; b's head has had less service: it goes first */
     {{"attained-service: the lower level's team goes first", 1,
       {COHORT(4), COHORT(4)}, 1,

@@ -233,7 +233,7 @@ static void check_row(const struct row *r, const struct las_row *l)
   }
   ask = (struct gq_preempt_ask){&s,   &p, r->prio, teams, 2, 0, use, 2,
                                 l && l->las, l ? l->level : 0,
-                                l && l->sibling ? 500 : 2000};
+                                l && l->sibling ? 500 : 2000, 0};
   free0 = gq_snapshot_available(&s, 0, "nvidia.com/gpu");
   free1 = gq_snapshot_available(&s, 1, "nvidia.com/gpu");
   rc = gq_preempt_select(&ask, cand, n, victims, &a, out);
@@ -313,7 +313,7 @@ static void test_may_reclaim(void **state)
     const struct gq_teamquota *teams[2] = {&qa, &qb};
     struct gq_ledger_use use[2] = {{0, "*", 20}, {1, "*", cases[i].use_b}};
     struct gq_preempt_ask ask = {NULL, NULL, 0,   teams, 2,
-                                 0,    use,  2, 0, 0,     0};
+                                 0,    use,  2, 0, 0,     0, 0};
 
     team(&qa, "a", cases[i].qa);
     team(&qb, "b", COHORT(8));
