@@ -367,26 +367,28 @@ static long find_elem(const json_t *list, const char *pe)
   return -1;
 }
 
-void gq_fields_remove(json_t *obj, const json_t *set)
+void gq_fields_remove(json_t *obj, const json_t *set, const json_t *keep)
 {
   const char *k;
   json_t *c, *v;
 
   json_object_foreach((json_t *)set, k, c) {
+    const json_t *kc = json_object_get(keep, k);
+    int whole = json_object_get(c, MEMBER) && (!kc || gq_fields_empty(kc));
     long i;
 
     if (strncmp(k, "f:", 2) == 0 && json_is_object(obj) &&
         (v = json_object_get(obj, k + 2))) {
-      if (json_object_get(c, MEMBER))
+      if (whole)
         json_object_del(obj, k + 2);
       else
-        gq_fields_remove(v, c);
+        gq_fields_remove(v, c, kc);
     } else if ((k[0] == 'k' || k[0] == 'v') && k[1] == ':' &&
                json_is_array(obj) && (i = find_elem(obj, k)) >= 0) {
-      if (json_object_get(c, MEMBER))
+      if (whole)
         json_array_remove(obj, (size_t)i);
       else
-        gq_fields_remove(json_array_get(obj, (size_t)i), c);
+        gq_fields_remove(json_array_get(obj, (size_t)i), c, kc);
     }
   }
 }

@@ -56,8 +56,10 @@ json_t *gq_fields_intersect(const json_t *a, const json_t *b);
 int gq_fields_empty(const json_t *s);
 
 /* Removes the members of set from obj (in place): map fields, keyed list
- * elements by key, set list elements by value. */
-void gq_fields_remove(json_t *obj, const json_t *set);
+ * elements by key, set list elements by value; a member that keep (NULL =
+ * nothing) still owns something at or below stays, only its members below
+ * are removed (structured-merge-diff's prune adds owned items back). */
+void gq_fields_remove(json_t *obj, const json_t *set, const json_t *keep);
 
 /* The FieldsV1 form of set (new reference), and back (new reference). */
 json_t *gq_fields_to_v1(const json_t *set);

@@ -1041,15 +1041,15 @@ static int patch_options_bad(struct gq_sim_req *r, int apply)
 static void apply_prune(const json_t *managed, const struct gq_fields_op *op,
                         const json_t *applied, json_t *next)
 {
-  json_t *last = gq_fields_owned(managed, op), *others;
+  json_t *last = gq_fields_owned(managed, op), *keep;
 
   if (!last)
     return;
-  others = gq_fields_others(managed, op);
-  gq_fields_subtract(last, applied);
-  gq_fields_subtract(last, others);
-  gq_fields_remove(next, last);
-  json_decref(others);
+  keep = gq_fields_others(managed, op);
+  gq_fields_union(keep, applied);
+  gq_fields_subtract(last, keep);
+  gq_fields_remove(next, last, keep);
+  json_decref(keep);
   json_decref(last);
 }
 

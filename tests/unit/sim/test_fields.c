@@ -84,7 +84,7 @@ static void test_diff(void **state)
             "{\"f:spec\":{\"f:containers\":{\"k:{\\\"name\\\":\\\"d\\\"}\":"
             "{\".\":{},\"f:name\":{}}},\"f:m\":{\".\":{},\"f:k\":{}}}}");
   /* Removing what a set names from the object. */
-  gq_fields_remove(b, removed);
+  gq_fields_remove(b, removed, NULL);
   assert_int_equal(json_array_size(json_object_get(json_object_get(b, "spec"),
                                                    "containers")),
                    1);
@@ -93,6 +93,27 @@ static void test_diff(void **state)
   json_decref(removed);
   json_decref(a);
   json_decref(b);
+}
+
+/* A map its manager owned as a whole ("." beside children, as after
+ * kubectl migrates client-side apply's fields) stays while anyone owns
+ * something inside it. */
+static void test_remove_keeps_owned_parents(void **state)
+{
+  json_t *obj = j("{\"spec\":{\"a\":1,\"b\":2},\"x\":{\"y\":1}}");
+  json_t *gone = set_of("{\"f:spec\":{\".\":{},\"f:b\":{}},"
+                        "\"f:x\":{\".\":{},\"f:y\":{}}}");
+  json_t *keep = set_of("{\"f:spec\":{\"f:a\":{}}}");
+  char *s;
+
+  (void)state;
+  gq_fields_remove(obj, gone, keep);
+  s = json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS);
+  assert_string_equal(s, "{\"spec\":{\"a\":1}}");
+  free(s);
+  json_decref(keep);
+  json_decref(gone);
+  json_decref(obj);
 }
 
 static void test_v1_round_trip_and_algebra(void **state)
@@ -183,6 +204,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_config_set),
       cmocka_unit_test(test_diff),
+      cmocka_unit_test(test_remove_keeps_owned_parents),
       cmocka_unit_test(test_v1_round_trip_and_algebra),
       cmocka_unit_test(test_conflicts_and_record),
       cmocka_unit_test(test_manager_from_ua),
