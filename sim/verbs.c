@@ -1053,19 +1053,50 @@ static void apply_prune(const json_t *managed, const struct gq_fields_op *op,
   json_decref(last);
 }
 
+/* The fields kubectl's last client-side apply set (its
+ * last-applied-configuration annotation) that still hold the values it
+ * set: manager "kubectl" may take these over without a conflict, the
+ * upgrade from client-side to server-side apply (the apiserver's
+ * lastAppliedManager). New set, or NULL when cur has no annotation. */
+static json_t *csa_fields(const json_t *cur)
+{
+  const char *la = json_string_value(json_object_get(
+      json_object_get(json_object_get(cur, "metadata"), "annotations"),
+      "kubectl.kubernetes.io/last-applied-configuration"));
+  json_t *obj = la ? json_loads(la, 0, NULL) : NULL, *set, *changed, *removed;
+
+  if (!json_is_object(obj)) {
+    json_decref(obj);
+    return NULL;
+  }
+  set = gq_fields_of_config(obj);
+  gq_fields_diff(obj, cur, &changed, &removed);
+  gq_fields_subtract(set, changed);
+  json_decref(changed);
+  json_decref(removed);
+  json_decref(obj);
+  return set;
+}
+
 /* Answers 409 and returns 1 when r's Apply of next over cur changes a
  * field another manager owns and force is not set. */
 static int apply_conflicts(struct gq_sim_req *r, const json_t *cur,
                            const json_t *next, const struct gq_fields_op *op)
 {
-  json_t *changed, *removed, *conflicts, *causes;
+  const json_t *managed = json_object_get(json_object_get(cur, "metadata"),
+                                          "managedFields");
+  json_t *changed, *removed, *conflicts, *causes, *csa;
   char msg[2048];
 
   fields_diff(r, cur, next, &changed, &removed);
-  conflicts = gq_fields_conflicts(json_object_get(json_object_get(cur,
-                                                                  "metadata"),
-                                                  "managedFields"),
-                                  op, changed);
+  conflicts = gq_fields_conflicts(managed, op, changed);
+  if (conflicts && strcmp(op->manager, "kubectl") == 0 &&
+      (csa = csa_fields(cur))) {
+    gq_fields_subtract(changed, csa);
+    json_decref(csa);
+    json_decref(conflicts);
+    conflicts = gq_fields_conflicts(managed, op, changed);
+  }
   json_decref(changed);
   json_decref(removed);
   if (!conflicts || gq_sim_query_bool(r, "force")) {

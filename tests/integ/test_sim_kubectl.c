@@ -4,7 +4,8 @@
  * uncordon, drain with eviction waiting on a PodDisruptionBudget, an
  * invalid GpuJob rejected naming the field, and strategic patches refused
  * on custom resources, server-side apply's field ownership (managedFields,
- * a conflict, --force-conflicts, a status write). Every kubectl run uses
+ * a conflict, --force-conflicts, a status write, the upgrade from
+ * client-side apply). Every kubectl run uses
  * the sim's fresh --cache-dir. */
 #include <setjmp.h>
 #include <signal.h>
@@ -198,6 +199,42 @@ static void test_server_side_apply(void **state)
   gq_test_out_free(&o);
 }
 
+/* From client-side to server-side apply, as on a real cluster: kubectl's
+ * own fields move to its server-side manager without a conflict, unless
+ * someone changed them since. */
+static void test_server_side_upgrade(void **state)
+{
+  static const char job[] =
+      "apiVersion: gpuq.dev/v1alpha1\n"
+      "kind: GpuJob\n"
+      "metadata: {name: csa, namespace: research}\n"
+      "spec: {team: research, priority: %d, gpusPerReplica: %d,\n"
+      "       template: {spec: {containers: [{name: c, image: busybox}]}}}\n";
+  char text[512];
+  struct gq_test_out o;
+
+  (void)state;
+  snprintf(text, sizeof(text), job, 5, 1);
+  KUBECTL(&o, 0, text, "apply", "-f", "-");
+  gq_test_out_free(&o);
+  snprintf(text, sizeof(text), job, 6, 1);
+  KUBECTL(&o, 0, text, "apply", "--server-side", "-f", "-");
+  assert_has(o.out, "gpujob.gpuq.dev/csa serverside-applied");
+  gq_test_out_free(&o);
+  KUBECTL(&o, 0, NULL, "patch", "gpujob", "csa", "-n", "research",
+          "--type=merge", "-p", "{\"spec\":{\"gpusPerReplica\":2}}");
+  gq_test_out_free(&o);
+  KUBECTL(&o, 1, text, "apply", "--server-side", "-f", "-");
+  assert_has(o.err, "Apply failed with 1 conflict: conflict with "
+                    "\"kubectl-patch\" using gpuq.dev/v1alpha1: "
+                    ".spec.gpusPerReplica");
+  gq_test_out_free(&o);
+  KUBECTL(&o, 0, NULL, "get", "gpujob", "csa", "-n", "research", "-o",
+          "jsonpath={.spec.priority} {.spec.gpusPerReplica}");
+  assert_string_equal(o.out, "6 2");
+  gq_test_out_free(&o);
+}
+
 static void test_get_queue_columns(void **state)
 {
   struct gq_test_out o;
@@ -382,6 +419,7 @@ int main(void)
       cmocka_unit_test(test_apply_examples),
       cmocka_unit_test(test_apply_update),
       cmocka_unit_test(test_server_side_apply),
+      cmocka_unit_test(test_server_side_upgrade),
       cmocka_unit_test(test_get_queue_columns),
       cmocka_unit_test(test_watch_receives_change),
       cmocka_unit_test(test_describe_with_events),
