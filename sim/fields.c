@@ -459,16 +459,42 @@ json_t *gq_fields_from_v1(const json_t *v1)
   return out;
 }
 
-const char *gq_fields_manager_from_ua(const char *ua, char *buf, size_t len)
+/* Copies in up to stop (or its end), without non-printable bytes, at most
+ * 128 bytes; bytes >= 0x80 go too unless the copy is valid UTF-8 (a
+ * manager is a JSON string). */
+static const char *clean(const char *in, int stop, char *buf, size_t len)
 {
   size_t n = 0;
+  json_t *t;
 
-  for (; ua && *ua && *ua != '/' && n < 128 && n + 1 < len; ua++)
-    if ((unsigned char)*ua >= 0x20 && *ua != 0x7f)
-      buf[n++] = *ua;
-  if (len)
-    buf[n] = '\0';
+  for (; in && *in && *in != stop && n < 128 && n + 1 < len; in++)
+    if ((unsigned char)*in >= 0x20 && *in != 0x7f)
+      buf[n++] = *in;
+  if (!len)
+    return buf;
+  buf[n] = '\0';
+  if ((t = json_string(buf))) {
+    json_decref(t);
+    return buf;
+  }
+  for (size_t i = n = 0; buf[i]; i++)
+    if ((unsigned char)buf[i] < 0x80)
+      buf[n++] = buf[i];
+  buf[n] = '\0';
   return buf;
+}
+
+const char *gq_fields_manager_from_ua(const char *ua, char *buf, size_t len)
+{
+  return clean(ua, '/', buf, len);
+}
+
+const char *gq_fields_manager(const char *field_manager, const char *ua,
+                              char *buf, size_t len)
+{
+  if (field_manager && *field_manager)
+    return clean(field_manager, '\0', buf, len);
+  return clean(ua, '/', buf, len);
 }
 
 /* --- managedFields entries --- */

@@ -70,6 +70,12 @@ json_t *gq_fields_from_v1(const json_t *v1);
  * "kubectl"), non-printable bytes dropped, at most 128 bytes
  * (prefixFromUserAgent). ua may be NULL (""). Returns buf. */
 const char *gq_fields_manager_from_ua(const char *ua, char *buf, size_t len);
+/* The manager of a request: field_manager (the fieldManager parameter)
+ * when not empty, else gq_fields_manager_from_ua(ua). Either way at most
+ * 128 bytes of valid UTF-8 without control characters (bytes that would
+ * break that are dropped). Returns buf. */
+const char *gq_fields_manager(const char *field_manager, const char *ua,
+                              char *buf, size_t len);
 
 /* One write, as its managedFields entry names it. */
 struct gq_fields_op {

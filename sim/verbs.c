@@ -550,6 +550,67 @@ static int dry_run(const struct gq_sim_req *r)
 
 /* --- field ownership (metadata.managedFields; sim/fields.h) --- */
 
+/* 1 if fm is a fieldManager the apiserver takes (ValidateFieldManager):
+ * at most 128 bytes of printable UTF-8; else the detail in detail. */
+static int manager_ok(const char *fm, const char **reason, char *detail,
+                      size_t len)
+{
+  json_t *t = json_string(fm);
+
+  json_decref(t);
+  if (strlen(fm) > 128) {
+    *reason = "FieldValueTooLong";
+    snprintf(detail, len, "Too long: may not be more than 128 bytes");
+    return 0;
+  }
+  for (const char *p = fm; *p; p++)
+    if (!t || (unsigned char)*p < 0x20 || *p == 0x7f) {
+      *reason = "FieldValueInvalid";
+      snprintf(detail, len, "Invalid value: \"%.128s\": invalid character "
+               "(at position %d)", t ? fm : "", (int)(p - fm));
+      return 0;
+    }
+  return 1;
+}
+
+/* Checks the options of a write as the apiserver's Validate*Options do
+ * (opts "CreateOptions", "UpdateOptions" or "PatchOptions"): a
+ * fieldManager of at most 128 printable bytes; for a patch, apply needs
+ * a fieldManager and force belongs to apply only. Answers 422 and returns
+ * 1 when they are bad. */
+static int options_bad(struct gq_sim_req *r, const char *opts, int apply)
+{
+  const char *fm = q(r, "fieldManager");
+  const char *field = "fieldManager", *reason = "FieldValueRequired";
+  char detail[400], msg[600];
+
+  int bad = fm && *fm && !manager_ok(fm, &reason, detail, sizeof(detail));
+
+  if (!bad && apply && (!fm || !*fm)) {
+    snprintf(detail, sizeof(detail),
+             "Required value: is required for apply patch");
+    bad = 1;
+  }
+  if (!bad && !apply && strcmp(opts, "PatchOptions") == 0 && q(r, "force")) {
+    field = "force";
+    reason = "FieldValueForbidden";
+    snprintf(detail, sizeof(detail),
+             "Forbidden: may not be specified for non-apply patch");
+    bad = 1;
+  }
+  if (!bad)
+    return 0;
+  snprintf(msg, sizeof(msg), "%s.meta.k8s.io \"\" is invalid: %s: %s", opts,
+           field, detail);
+  gq_sim_status(r->http, 422, "Invalid", msg,
+                json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:s}]}", "name", "",
+                          "group", "meta.k8s.io", "kind", opts, "causes",
+                          "reason", reason, "message", detail, "field",
+                          field));
+  return 1;
+}
+
+
 /* Buffers behind a gq_fields_op. */
 struct op_bufs {
   char manager[160], api[128], time[40];
@@ -560,13 +621,9 @@ struct op_bufs {
 static void fields_op(const struct gq_sim_req *r, int apply,
                       struct gq_fields_op *op, struct op_bufs *b)
 {
-  const char *fm = q(r, "fieldManager");
-
-  if (fm && *fm)
-    snprintf(b->manager, sizeof(b->manager), "%.128s", fm);
-  else
-    gq_fields_manager_from_ua(gq_http_header(r->http, "User-Agent"),
-                              b->manager, sizeof(b->manager));
+  gq_fields_manager(q(r, "fieldManager"),
+                    gq_http_header(r->http, "User-Agent"), b->manager,
+                    sizeof(b->manager));
   gq_time_format(gq_clock_now_ms(), b->time, sizeof(b->time));
   op->manager = b->manager;
   op->apply = apply;
@@ -579,8 +636,7 @@ static void fields_op(const struct gq_sim_req *r, int apply,
 static void fields_strip(const struct gq_sim_req *r, json_t *set)
 {
   gq_fields_strip(set, strcmp(r->sub, "status") == 0,
-                  r->k->has_status && !is_core(r->k, "namespaces") &&
-                      !is_core(r->k, "nodes"));
+                  r->k->has_status && !is_core(r->k, "namespaces"));
 }
 
 /* What a change from cur (NULL: a create) to next added or modified, and
@@ -750,7 +806,11 @@ static json_t *absorb(const struct gq_sim_req *r, json_t *body)
 
 void gq_sim_do_create(struct gq_sim_req *r)
 {
-  json_t *obj = absorb(r, read_body(r));
+  json_t *obj;
+
+  if (options_bad(r, "CreateOptions", 0))
+    return;
+  obj = absorb(r, read_body(r));
 
   if (obj)
     create_obj(r, obj, NULL);
@@ -959,8 +1019,12 @@ static void update_admitted(struct gq_sim_req *r, json_t *next, void *arg)
 void gq_sim_do_update(struct gq_sim_req *r)
 {
   const json_t *cur = gq_sim_get(r->k, r->ns, r->name);
-  json_t *next = absorb(r, read_body(r));
+  json_t *next;
   const char *bname;
+
+  if (options_bad(r, "UpdateOptions", 0))
+    return;
+  next = absorb(r, read_body(r));
 
   if (!next)
     return;
@@ -1005,35 +1069,6 @@ static json_t *apply_patch(struct gq_sim_req *r, const json_t *cur,
     return NULL;
   }
   return out;
-}
-
-/* Checks the PatchOptions as the apiserver's ValidatePatchOptions does:
- * an apply needs a fieldManager, force belongs to apply only. Answers 422
- * and returns 1 when they are bad. */
-static int patch_options_bad(struct gq_sim_req *r, int apply)
-{
-  const char *fm = q(r, "fieldManager");
-  const char *field = "fieldManager", *reason = "FieldValueRequired";
-  const char *detail = "Required value: is required for apply patch";
-  char msg[300];
-
-  if (apply && fm && *fm)
-    return 0;
-  if (!apply) {
-    if (!q(r, "force"))
-      return 0;
-    field = "force";
-    reason = "FieldValueForbidden";
-    detail = "Forbidden: may not be specified for non-apply patch";
-  }
-  snprintf(msg, sizeof(msg), "PatchOptions.meta.k8s.io \"\" is invalid: "
-           "%s: %s", field, detail);
-  gq_sim_status(r->http, 422, "Invalid", msg,
-                json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:s}]}", "name", "",
-                          "group", "meta.k8s.io", "kind", "PatchOptions",
-                          "causes", "reason", reason, "message", detail,
-                          "field", field));
-  return 1;
 }
 
 /* The fields manager op applied last and applies no longer, that no other
@@ -1173,7 +1208,7 @@ void gq_sim_do_patch(struct gq_sim_req *r)
                   NULL);
     return;
   }
-  if (patch_options_bad(r, strstr(ct, "apply-patch") != NULL) ||
+  if (options_bad(r, "PatchOptions", strstr(ct, "apply-patch") != NULL) ||
       !(patch = read_body(r)))
     return;
   if (strstr(ct, "apply-patch")) {

@@ -464,6 +464,20 @@ static void test_server_side_apply(void **state)
                       "fieldManager: Required value: is required for apply "
                       "patch");
   json_decref(j);
+  /* Every write's fieldManager is at most 128 bytes (ValidateFieldManager). */
+  {
+    char path[400];
+
+    snprintf(path, sizeof(path),
+             "/apis/gpuq.dev/v1alpha1/namespaces/default/gpujobs"
+             "?fieldManager=%0129d", 0);
+    j = call("POST", path, body, NULL, 422, NULL);
+    assert_string_equal(str_at(j, "message", NULL),
+                        "CreateOptions.meta.k8s.io \"\" is invalid: "
+                        "fieldManager: Too long: may not be more than 128 "
+                        "bytes");
+    json_decref(j);
+  }
 }
 
 static const char conflict_msg[] =

@@ -197,6 +197,17 @@ static void test_manager_from_ua(void **state)
   assert_string_equal(gq_fields_manager_from_ua(NULL, buf, sizeof(buf)), "");
   assert_string_equal(gq_fields_manager_from_ua("a\tb/1", buf, sizeof(buf)),
                       "ab");
+  /* fieldManager wins, slashes and all; broken UTF-8 loses its high bytes. */
+  assert_string_equal(gq_fields_manager("ops/x", "kubectl/v1", buf,
+                                        sizeof(buf)),
+                      "ops/x");
+  assert_string_equal(gq_fields_manager("", "kubectl/v1", buf, sizeof(buf)),
+                      "kubectl");
+  assert_string_equal(gq_fields_manager("a\xff" "b", NULL, buf, sizeof(buf)),
+                      "ab");
+  assert_string_equal(gq_fields_manager("gr\xc3\xbc" "n", NULL, buf,
+                                        sizeof(buf)),
+                      "gr\xc3\xbc" "n");
 }
 
 int main(void)
