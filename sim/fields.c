@@ -745,14 +745,20 @@ json_t *gq_fields_record(const json_t *managed, const struct gq_fields_op *op,
                          const json_t *changed, const json_t *removed,
                          const json_t *applied)
 {
-  json_t *out = json_array(), *e, *mine = NULL, *taken, *me;
+  json_t *out = json_array(), *e, *mine = NULL, *me;
+  json_t *taken = applied ? gq_fields_intersect(changed, applied)
+                          : json_deep_copy(changed);
   size_t i;
+  int untouched = gq_fields_empty(taken) && gq_fields_empty(removed);
 
-  taken = applied ? gq_fields_intersect(changed, applied)
-                  : json_deep_copy(changed);
   json_array_foreach(managed, i, e) {
-    json_t *set = gq_fields_from_v1(json_object_get(e, "fieldsV1"));
+    json_t *set;
 
+    if (!is_own(e, op) && untouched) { /* nothing to take: keep as is */
+      json_array_append(out, e);
+      continue;
+    }
+    set = gq_fields_from_v1(json_object_get(e, "fieldsV1"));
     if (is_own(e, op)) {
       mine = set;
       continue;

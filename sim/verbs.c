@@ -646,13 +646,36 @@ static void fields_diff(const struct gq_sim_req *r, const json_t *cur,
                         const json_t *next, json_t **changed,
                         json_t **removed)
 {
-  json_t *zero = NULL;
+  int status_sub = strcmp(r->sub, "status") == 0;
+  int reset = r->k->has_status && !is_core(r->k, "namespaces");
+  json_t *a, *b;
 
   if (!cur && !r->k->is_crd)
-    cur = zero = json_pack("{s:{}, s:{}, s:{}}", "metadata", "spec",
-                           "status");
-  gq_fields_diff(cur, next, changed, removed);
-  json_decref(zero);
+    a = json_pack("{s:{}, s:{}, s:{}}", "metadata", "spec", "status");
+  else
+    a = cur ? json_copy((json_t *)cur) : json_object(); /* shallow */
+  b = json_copy((json_t *)next);
+  /* Compare only what can be owned: a status write owns only status, a
+   * main-resource write of a kind with /status never does (the status
+   * patches a controller sends stay cheap). */
+  if (status_sub) {
+    json_t *sa = json_object(), *sb = json_object();
+
+    if (json_object_get(a, "status"))
+      json_object_set(sa, "status", json_object_get(a, "status"));
+    if (json_object_get(b, "status"))
+      json_object_set(sb, "status", json_object_get(b, "status"));
+    json_decref(a);
+    json_decref(b);
+    a = sa;
+    b = sb;
+  } else if (reset) {
+    json_object_del(a, "status");
+    json_object_del(b, "status");
+  }
+  gq_fields_diff(a, b, changed, removed);
+  json_decref(a);
+  json_decref(b);
   fields_strip(r, *changed);
   fields_strip(r, *removed);
 }
