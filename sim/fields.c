@@ -755,7 +755,8 @@ json_t *gq_fields_record(const json_t *managed, const struct gq_fields_op *op,
     json_t *set;
 
     if (!is_own(e, op) && untouched) { /* nothing to take: keep as is */
-      json_array_append(out, e);
+      if (json_object_size(json_object_get(e, "fieldsV1")))
+        json_array_append(out, e);
       continue;
     }
     set = gq_fields_from_v1(json_object_get(e, "fieldsV1"));

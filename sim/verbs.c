@@ -682,10 +682,11 @@ static void fields_diff(const struct gq_sim_req *r, const json_t *cur,
 
 /* Records r's write of next (cur: the stored object, NULL on create) in
  * next's metadata.managedFields; applied is the set an Apply owns (NULL
- * for an Update). given: the managedFields the request sent (NULL if
- * none); a non-empty list other than cur's replaces them before this
+ * for an Update). given: the managedFields the request's object carries
+ * (NULL if none); on the main resource they replace cur's before this
  * write is recorded, as the apiserver lets a client rewrite them (kubectl
- * does, migrating client-side apply's ownership; [{}] clears them). */
+ * does, migrating client-side apply's ownership; [] and [{}] clear them;
+ * decodeLiveOrNew). */
 static void record_fields(struct gq_sim_req *r, const json_t *cur,
                           json_t *next, const json_t *applied,
                           const json_t *given)
@@ -698,9 +699,8 @@ static void record_fields(struct gq_sim_req *r, const json_t *cur,
   struct op_bufs b;
   json_t *changed, *removed, *mf;
 
-  if (json_array_size(given) && !json_equal((json_t *)given,
-                                            (json_t *)managed))
-    managed = given;
+  if (json_is_array(given) && strcmp(r->sub, "status") != 0)
+    managed = json_array_size(given) ? given : NULL; /* [] resets too */
   fields_op(r, applied != NULL, &op, &b);
   fields_diff(r, cur, next, &changed, &removed);
   mf = gq_fields_record(managed, &op, changed, removed, applied);

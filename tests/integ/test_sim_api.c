@@ -541,6 +541,15 @@ static void test_apply_conflicts(void **state)
                                                   "f:status"),
                                   "f:phase"));
   json_decref(j);
+  /* A client may clear them: [{}] resets (decodeLiveOrNew). */
+  j = call("PATCH", "/apis/gpuq.dev/v1alpha1/namespaces/default/gpujobs/own"
+                    "?fieldManager=reset",
+           "[{\"op\":\"replace\",\"path\":\"/metadata/managedFields\","
+           "\"value\":[{}]}]",
+           "application/json-patch+json", 200, NULL);
+  assert_null(json_object_get(json_object_get(j, "metadata"),
+                              "managedFields"));
+  json_decref(j);
 }
 
 static void test_events_two_views(void **state)
