@@ -139,7 +139,9 @@ static void free_entry(struct gq_informer *inf, struct entry *e)
   free(e);
 }
 
-/* Stores obj as the new state of its key and tells the handlers. */
+/* Stores obj as the new state of its key and tells the handlers. Its
+ * metadata.managedFields goes first (informer.h): obj is the decoded
+ * watch event or list item, which the informer alone reads. */
 static void upsert(struct gq_informer *inf, const json_t *obj)
 {
   struct entry *e;
@@ -147,6 +149,7 @@ static void upsert(struct gq_informer *inf, const json_t *obj)
   json_t *old;
   void *old_typed;
 
+  json_object_del(json_object_get(obj, "metadata"), "managedFields");
   key_of(obj, key, sizeof(key));
   HASH_FIND_STR(inf->store, key, e);
   if (e)

@@ -8,7 +8,10 @@
  * typed form alone and drops the JSON once decoded (a JSON tree costs about
  * ten times the object's text in heap); handlers still see the JSON of the
  * change during the call. Handlers see every change; the store's states
- * are a subsequence of the server's (client-go's contract).
+ * are a subsequence of the server's (client-go's contract). Every object's
+ * metadata.managedFields is dropped before it is stored or handed to a
+ * handler (client-go's TransformStripManagedFields: no controller reads
+ * field ownership, and it is often the largest part of a pod).
  *
  * Lists are read page by page (500 objects), each page stored as it
  * arrives, so that only one page's JSON is held at a time; objects the list
