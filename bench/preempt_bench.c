@@ -158,10 +158,10 @@ int main(int argc, char **argv)
     gq_snapshot_commit(&s, names[node], &r4, 1);
     cand[c] = (struct gq_preempt_cand){0, (int32_t)(rand_r(&seed) % 10), 4,
                                        "*", (int64_t)(rand_r(&seed) % 100000),
-                                       1, 0, 0, 1000, 1, &names[node], &reqp};
+                                       1, 0, 0, 1, &names[node], &reqp};
   }
   use.gpus = (long long)(8 * n);
-  ask = (struct gq_preempt_ask){&s, &one, 100, teams, 1, 0, &use, 1, 0, 0, 0, 0};
+  ask = (struct gq_preempt_ask){&s, &one, 100, teams, 1, 0, &use, 1, 0, 0, 0};
   t1 = search(&ask, cand, nc, &v1);
   ask.j = &gang;
   t8 = search(&ask, cand, nc, &v8);

@@ -523,7 +523,7 @@ static struct gq_preempt_ask make_ask(struct gq_pass *p, size_t ti,
   return (struct gq_preempt_ask){p->s,      v->spec, v->priority,
                                  cs->tq,    cs->n,   ti,
                                  cs->use,   cs->n_use, cs->las != NULL,
-                                 v->level,  v->queued_ms, own};
+                                 v->level,  own};
 }
 
 /* 1 if team t's quota lets v preempt within its team (withinTeam
@@ -627,8 +627,8 @@ static size_t cands_collect(struct gq_pass *p, const struct gq_pass_cohort *k,
         x->team, x->priority, x->gpus, x->flavor_key,
         gq_preempt_at_risk(p->now_ms, x->start_ms, x->ckpt_ms, x->interval_s,
                            x->gpus),
-        x->preemptible && x->n_pods > 0, x->level, x->demotable, x->start_ms,
-        x->n_pods, x->nodes, x->reqs};
+        x->preemptible && x->n_pods > 0, x->level, x->demotable, x->n_pods,
+        x->nodes, x->reqs};
   }
   return n;
 }

@@ -128,8 +128,7 @@ static int allowed(const struct gq_preempt_ask *ask,
     return q->within_team == GQ_WITHIN_LOWER_PRIORITY &&
            ((c->priority < ask->priority && !ask->demote_only) ||
             (ask->las && c->priority == ask->priority && c->demotable &&
-             c->level > ask->level && c->gpus <= ask->j->gpus &&
-             c->start_ms > 0 && c->start_ms < ask->queued_ms));
+             c->level > ask->level && c->gpus <= ask->j->gpus));
   if (q->reclaim == GQ_RECLAIM_NEVER)
     return 0;
   return q->reclaim == GQ_RECLAIM_ANY || c->priority < ask->priority;

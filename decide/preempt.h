@@ -41,7 +41,6 @@ struct gq_preempt_cand {
   int level;            /* attained-service level now (decide/las.h; 0
                            under fifo-backfill) */
   int demotable;        /* may be demoted now (gq_las_demotable) */
-  int64_t start_ms;     /* when its attempt started (Unix ms; 0 none) */
   size_t n_pods;        /* the pods that hold its resources: */
   const char *const *nodes;          /* node names */
   const struct gq_podsched *const *reqs; /* their requests */
@@ -61,7 +60,6 @@ struct gq_preempt_ask {
   int las;                                /* the cohort schedules by
                                              attained service: demotion */
   int level;                              /* the preemptor's LAS level */
-  int64_t queued_ms;                      /* its first queue time (ms) */
   int demote_only;                        /* its team's own quota is full:
                                              only demotion (DESIGN §4:
                                              priority preemption is for a
@@ -84,11 +82,8 @@ int gq_preempt_may_reclaim(const struct gq_preempt_ask *ask);
  *   - of the preemptor's team, with the same priority, a higher
  *     attained-service level than the preemptor's, no more GPUs than the
  *     preemptor (a gang never gives up its GPUs to a smaller job, then to
- *     wait for as many free together), running since before the preemptor
- *     was queued (jobs submitted together, a sweep, run first come first
- *     served: among jobs of one size LAS would only make them all finish
- *     late) and demotable, if ask->las and withinTeam is not Never
- *     (decide/las.h: demotion);
+ *     wait for as many free together) and demotable, if ask->las and
+ *     withinTeam is not Never (decide/las.h: demotion);
  *   - of another team, if the preemptor's team's reclaimFromCohort is Any
  *     (or LowerPriority and the candidate's priority is lower), the
  *     preemptor's admission stays within its nominal quota of the flavor

@@ -463,10 +463,7 @@ static void cin_running(struct world *w, struct cin *ci)
     if (r->cand)
       ci->cands[nc++] = (struct gq_pass_cand){
           w->rname[i], w->rkey[i], (size_t)t, r->prio, r->gpus, "*",
-          /* under attained-service: running since before the queued
-           * jobs came (else they are a sweep's siblings) */
-          cur_las ? NOW_MS - 200000 : NOW_MS - 1000, 0, -1, 1,
-          cur_las ? cur_las->rlevel[i] : 0,
+          NOW_MS - 1000, 0, -1, 1, cur_las ? cur_las->rlevel[i] : 0,
           cur_las ? cur_las->rdemotable[i] : 0, 1, &w->rnode[i],
           &w->rreqp[i]};
   }

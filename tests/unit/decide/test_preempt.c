@@ -142,52 +142,45 @@ struct las_row {
   int las, level;       /* ask->las and the preemptor's level */
   int lv[MAX_RUN];      /* each run's level */
   int dm[MAX_RUN];      /* each run demotable */
-  int sibling;          /* the preemptor was queued before the runs
-                           started (1) or after (0) */
 };
 
 static const struct las_row las_rows[] = {
     {{"a higher level of the same priority is demoted", ALONE(16), ALONE(0),
       5, 1, 8, {{0, 5, 8, 0, 0, 0, 0}, {0, 5, 8, 0, 1, 0, 0}}, 2, 1, {1}},
-     1, 0, {0, 1}, {1, 1}, 0},
+     1, 0, {0, 1}, {1, 1}},
     {{"the same level is not", ALONE(16), ALONE(0), 5, 1, 8,
       {{0, 5, 8, 0, 0, 0, 0}, {0, 5, 8, 0, 1, 0, 0}}, 2, GQ_ENOTFOUND, {0}},
-     1, 1, {1, 1}, {1, 1}, 0},
+     1, 1, {1, 1}, {1, 1}},
     {{"not demotable (no checkpoint, minRunSeconds) is not", ALONE(16),
       ALONE(0), 5, 1, 8,
       {{0, 5, 8, 0, 0, 0, 0}, {0, 5, 8, 0, 1, 0, 0}}, 2, GQ_ENOTFOUND, {0}},
-     1, 0, {1, 1}, {0, 0}, 0},
+     1, 0, {1, 1}, {0, 0}},
     {{"without attained-service no demotion", ALONE(16), ALONE(0), 5, 1, 8,
       {{0, 5, 8, 0, 0, 0, 0}, {0, 5, 8, 0, 1, 0, 0}}, 2, GQ_ENOTFOUND, {0}},
-     0, 0, {1, 1}, {1, 1}, 0},
+     0, 0, {1, 1}, {1, 1}},
     {{"lower priority before a higher level", ALONE(16), ALONE(0), 5, 1, 8,
       {{0, 5, 8, 0, 0, 0, 0}, {0, 1, 8, 900, 1, 0, 0}}, 2, 1, {1}},
-     1, 0, {2, 0}, {1, 1}, 0},
+     1, 0, {2, 0}, {1, 1}},
     {{"the highest level first", ALONE(16), ALONE(0), 5, 1, 8,
       {{0, 5, 8, 0, 0, 0, 0}, {0, 5, 8, 900, 1, 0, 0}}, 2, 1, {1}},
-     1, 0, {1, 2}, {1, 1}, 0},
+     1, 0, {1, 2}, {1, 1}},
     {{"withinTeam Never: no demotion either",
       "'preemption':{'withinTeam':'Never'}," ALONE(16), ALONE(0), 5, 1, 8,
       {{0, 5, 8, 0, 0, 0, 0}, {0, 5, 8, 0, 1, 0, 0}}, 2, GQ_ENOTFOUND, {0}},
-     1, 0, {1, 1}, {1, 1}, 0},
+     1, 0, {1, 1}, {1, 1}},
     {{"a larger job is not demoted for a smaller one", ALONE(16), ALONE(0),
       5, 1, 4, {{0, 5, 8, 0, 0, 0, 0}, {0, 5, 8, 0, 1, 0, 0}}, 2,
       GQ_ENOTFOUND, {0}},
-     1, 0, {1, 1}, {1, 1}, 0},
+     1, 0, {1, 1}, {1, 1}},
     {{"a smaller one is", ALONE(16), ALONE(0), 5, 1, 8,
       {{0, 5, 4, 0, 0, 0, 0}, {0, 5, 4, 0, 0, 0, 0}, {0, 5, 8, 0, 1, 0, 1}},
       3, 2, {0, 1}},
-     1, 0, {1, 1, 0}, {1, 1, 0}, 0},
-    /* queued before the victim started: submitted together */
-    {{"a job started after the demoter was queued is not demoted", ALONE(16),
-      ALONE(0), 5, 1, 8, {{0, 5, 8, 0, 0, 0, 0}, {0, 5, 8, 0, 1, 0, 0}}, 2,
-      GQ_ENOTFOUND, {0}},
-     1, 0, {1, 1}, {1, 1}, 1},
+     1, 0, {1, 1, 0}, {1, 1, 0}},
     /* b borrows: a's demotion rule is within its team only */
     {{"another team's higher level is not demoted", COHORT(8), COHORT(8), 5,
       1, 8, {{1, 5, 8, 0, 0, 0, 0}, {0, 5, 8, 0, 1, 0, 1}}, 2, GQ_ENOTFOUND,
       {0}},
-     1, 0, {1, 1}, {1, 1}, 0},
+     1, 0, {1, 1}, {1, 1}},
 };
 
 static void check_row(const struct row *r, const struct las_row *l)
@@ -229,11 +222,10 @@ static void check_row(const struct row *r, const struct las_row *l)
     cand[n++] = (struct gq_preempt_cand){(size_t)x->team, x->prio, x->gpus,
                                          "*", x->risk, !x->fixed,
                                          l ? l->lv[i] : 0, l ? l->dm[i] : 0,
-                                         1000, 1, &names[x->node], &reqp[i]};
+                                         1, &names[x->node], &reqp[i]};
   }
   ask = (struct gq_preempt_ask){&s,   &p, r->prio, teams, 2, 0, use, 2,
-                                l && l->las, l ? l->level : 0,
-                                l && l->sibling ? 500 : 2000, 0};
+                                l && l->las, l ? l->level : 0, 0};
   free0 = gq_snapshot_available(&s, 0, "nvidia.com/gpu");
   free1 = gq_snapshot_available(&s, 1, "nvidia.com/gpu");
   rc = gq_preempt_select(&ask, cand, n, victims, &a, out);
@@ -313,7 +305,7 @@ static void test_may_reclaim(void **state)
     const struct gq_teamquota *teams[2] = {&qa, &qb};
     struct gq_ledger_use use[2] = {{0, "*", 20}, {1, "*", cases[i].use_b}};
     struct gq_preempt_ask ask = {NULL, NULL, 0,   teams, 2,
-                                 0,    use,  2, 0, 0,     0, 0};
+                                 0,    use,  2, 0, 0,     0};
 
     team(&qa, "a", cases[i].qa);
     team(&qb, "b", COHORT(8));
