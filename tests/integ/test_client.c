@@ -432,7 +432,8 @@ static void informer_resume_and_relist(const char *p, int typed_only)
     const json_t *got = gq_informer_get(inf, name);
 
     assert_non_null(got);
-    /* the sim records field ownership; the store drops it */
+    /* kube-apiserver records field ownership (managedFields) on every
+     * object; the store drops it */
     assert_null(json_object_get(json_object_get(got, "metadata"),
                                 "managedFields"));
   }
