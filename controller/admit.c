@@ -486,7 +486,7 @@ static void team_add(struct ctl *c, struct cohort_in *ci, size_t n,
   ci->jobs[n] = NULL;
   ci->teams[n] = (struct gq_pass_team){
       t->name, q,   NULL, t->n_adm_prio, t->n, NULL, 0,
-      las_team_mean_gpus(c, t)};
+      las_team_mean_gpus(c, t), t->adm_ckpt};
   ci->use = gq_xrealloc(ci->use, (ci->n_use + t->n_use + 1) *
                                      sizeof(*ci->use));
   for (size_t i = 0; i < t->n_use; i++)

@@ -123,6 +123,8 @@ struct cjob {
   unsigned char wq_fails;   /* errors in a row: the backoff's exponent */
   unsigned char preempted;  /* disrupted and not running again yet */
   unsigned char pdb;        /* its PodDisruptionBudget was created */
+  unsigned char adm_ckpt;   /* counted in its team's adm_ckpt (it could
+                               resume from a checkpoint when admitted) */
   unsigned char edit_told;  /* a SpecChangeDeferred event was sent for this
                                attempt (decide/lifecycle.c spec_edit) */
   unsigned char create_pending; /* Redis admitted the attempt (admit.c
@@ -166,6 +168,9 @@ struct cteam {
    * job of the team could be a victim (jobs_use keeps it) */
   struct cprio *adm_prio;
   size_t n_adm_prio;
+  /* admitted jobs that can resume from a checkpoint (spec.checkpoint,
+   * drainPolicy not Wait): without one, no demotion search (admit.c) */
+  int64_t adm_ckpt;
   /* fair share over time (las.c): its decayed usage (GPU-seconds) as of
    * hist_ms (virtual), loaded from Redis once (hist_loaded) */
   double hist_gpu_s;

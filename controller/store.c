@@ -275,9 +275,15 @@ void jobs_use(struct ctl *c, struct cjob *cj, int sign)
   if ((sign > 0) == (cj->has_adm != 0))
     return;
   cj->has_adm = sign > 0;
-  if (sign > 0)
+  if (sign > 0) {
+    const struct gq_gpujob *j = ctl_job_spec(c, cj);
+
     cj->adm_prio = cj->priority;
+    cj->adm_ckpt = j && j->has_checkpoint && !cj->drain_wait;
+  }
   store_prio_count(t, cj->adm_prio, sign);
+  if (cj->adm_ckpt)
+    t->adm_ckpt += sign;
   for (i = 0; i < t->n_use && strcmp(t->use[i].key, cj->flavor); i++)
     ;
   if (i == t->n_use) {

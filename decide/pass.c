@@ -536,7 +536,8 @@ static int within_victim(const struct gq_pass *p, const struct gq_pass_team *t,
                          size_t ti, const struct gq_pass_job *v,
                          int demote_only)
 {
-  int demote = p->k.las && (size_t)v->level < p->k.las->n_thresholds;
+  int demote = p->k.las && (size_t)v->level < p->k.las->n_thresholds &&
+               t->n_resumable > 0;
   int lower = !demote_only;
 
   if (t->quota->within_team != GQ_WITHIN_LOWER_PRIORITY)

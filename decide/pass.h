@@ -127,6 +127,9 @@ struct gq_pass_team {
   size_t n_jobs;
   double hist_gpus;  /* mean GPUs used over the recent past (fair share
                         over time, gq_qteam.hist_gpus); 0 none */
+  int64_t n_resumable; /* admitted jobs that could resume from a
+                          checkpoint: 0 = none could be demoted, so no
+                          demotion search runs (each costs milliseconds) */
 };
 
 /* A job in Preempting of a team of the cohort: if it goes before its

@@ -460,6 +460,8 @@ static void cin_running(struct world *w, struct cin *ci)
     pt = &ci->teams[t];
     ci->use[t].gpus += r->gpus;
     ci->prio[t][pt->n_adm_prio++] = (struct gq_pass_prio){r->prio, 1};
+    if (cur_las) /* every running job here could resume */
+      pt->n_resumable++;
     if (r->cand)
       ci->cands[nc++] = (struct gq_pass_cand){
           w->rname[i], w->rkey[i], (size_t)t, r->prio, r->gpus, "*",
