@@ -421,11 +421,10 @@ static size_t cand_pods(struct ctl *c, struct cohort_in *ci)
 static void cands(struct ctl *c, struct cohort_in *ci)
 {
   size_t n = cand_pods(c, ci);
-
-  ci->cands = gq_xcalloc(n + 1, sizeof(*ci->cands));
-  const struct gq_las *las = ctl_las(c, ci->ct[0]->name);
+  const struct gq_las *las = ci->in.las;
   int64_t now = gq_clock_now_ms();
 
+  ci->cands = gq_xcalloc(n + 1, sizeof(*ci->cands));
   for (size_t i = 0; i < n; i++) {
     struct cjob *x = ci->list[i]->cj;
     const struct gq_gpujob *xj = ctl_job_spec(c, x);
@@ -460,8 +459,7 @@ static void draining_views(struct ctl *c, struct cohort_in *ci)
       continue;
     ci->draining[n++] = (struct gq_pass_draining){
         cj, j, ti, cj->priority,
-        gq_las_level(ctl_las(c, cj->team),
-                     gq_las_service(cj->service_s, cj->gpus,
+        gq_las_level(ci->in.las, gq_las_service(cj->service_s, cj->gpus,
                                                 cj->start_ms, cj->td_ms)),
         cj->queued_ms, cj->flavor};
   }

@@ -510,15 +510,24 @@ static void admit_job(struct gq_pass *p, size_t ti, const struct gq_pass_job *v,
 
 /* ---- preemption (DESIGN §4, controller/preempt.h) ------------------ */
 
+/* 1 if a job refused with rc and verdict is refused by its own team's
+ * quota (not the cohort's pool): only its team's jobs can make room, and
+ * only by demotion (DESIGN §4 keeps priority preemption for a job that
+ * fits its quota). */
+static int own_quota_full(int rc, enum gq_qverdict verdict)
+{
+  return rc == GQ_EQUOTA && (verdict == GQ_Q_OVER_NOMINAL_NO_BORROW ||
+                             verdict == GQ_Q_OVER_BORROW_LIMIT);
+}
+
 /* The ask of v (team ti), refused with rc and verdict (0 when it fits
- * its quota): a team's own full quota allows only demotion. */
+ * its quota). */
 static struct gq_preempt_ask make_ask(struct gq_pass *p, size_t ti,
                                       const struct gq_pass_job *v, int rc,
                                       enum gq_qverdict verdict)
 {
   struct cohort *cs = &p->k;
-  int own = rc == GQ_EQUOTA && (verdict == GQ_Q_OVER_NOMINAL_NO_BORROW ||
-                                verdict == GQ_Q_OVER_BORROW_LIMIT);
+  int own = own_quota_full(rc, verdict);
 
   return (struct gq_preempt_ask){p->s,      v->spec, v->priority,
                                  cs->tq,    cs->n,   ti,
@@ -565,9 +574,7 @@ static int searchable(struct gq_pass *p, const struct gq_pass_cohort *k,
    * its own team's quota full: only its own team's jobs can */
   int room = rc == GQ_ECAPACITY ||
              (rc == GQ_EQUOTA && a->verdict == GQ_Q_COHORT_EXHAUSTED);
-  int own = rc == GQ_EQUOTA &&
-            (a->verdict == GQ_Q_OVER_NOMINAL_NO_BORROW ||
-             a->verdict == GQ_Q_OVER_BORROW_LIMIT) &&
+  int own = own_quota_full(rc, a->verdict) &&
             quota_ever(k->teams[ti].quota, v->spec, k->has_cohort);
 
   if (v->has_resv && v->victims_left > 0)

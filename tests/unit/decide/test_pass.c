@@ -236,6 +236,7 @@ struct las_case {
   struct tcase tc;
   int qlevel[MAXQ];
   int rlevel[MAXR], rdemotable[MAXR];
+  int none_resumable; /* 1: no admitted job of the teams could resume */
 };
 
 static const struct las_case las_cases[] = {
@@ -249,18 +250,18 @@ static const struct las_case las_cases[] = {
       "demoted for job ns/q0 of the same team: it has had more GPU-service "
       "(attained-service level 1 > 0); it resumes from its checkpoint when "
       "GPUs free"},
-     {0}, {1}, {1}},
+     {0}, {1}, {1}, 0},
     {{"attained-service: a job not demotable keeps running", 1, {ALONE(16)},
       0, {{0, 1, 8, 0, NULL, 0, 0, 0}}, 1, {{0, 0, 8, 0, -1, 1}}, 1, {0}, 0,
       0, 0,
       "search q0\n"
       "q0 WaitingForCapacity eta=-1\n", REL | CANDS, 0, NULL, NULL, NULL},
-     {0}, {1}, {0}},
+     {0}, {1}, {0}, 0},
     {{"attained-service: a head at the top level demotes no one", 1,
       {ALONE(16)}, 0, {{0, 1, 8, 0, NULL, 0, 0, 0}}, 1,
       {{0, 0, 8, 0, -1, 1}}, 1, {0}, 0, 0, 0,
       "q0 WaitingForCapacity eta=-1\n", REL, 0, NULL, NULL, NULL},
-     {2}, {2}, {1}},
+     {2}, {2}, {1}, 0},
     /* the team's own quota (8) is full: demotion frees it, priority
      * preemption does not apply (DESIGN §4: for a job that fits it) */
     {{"attained-service: at its own quota a job demotes its level-1 peer", 1,
@@ -270,12 +271,18 @@ static const struct las_case las_cases[] = {
       "reserve q0 n0\n"
       "victim r0 for q0 Demoted\n"
       "q0 WaitingForPreemption event=Preempting\n", CANDS, 0, NULL, NULL, NULL},
-     {0}, {1}, {1}},
+     {0}, {1}, {1}, 0},
     {{"attained-service: at its own quota no priority preemption", 1,
       {ALONE(8)}, 0, {{0, 1, 8, 10, NULL, 0, 0, 0}}, 1,
       {{0, 0, 8, 0, -1, 1}}, 1, {0}, 0, 0, 0,
       "q0 WaitingForQuota eta=-1\n", 0, 0, NULL, NULL, NULL},
-     {0}, {1}, {1}},
+     {0}, {1}, {1}, 0},
+    /* nothing admitted could resume from a checkpoint: no demotion, so
+     * no victim search (each costs milliseconds at 2,000 nodes) */
+    {{"attained-service: no resumable job, no search", 1, {ALONE(16)}, 0,
+      {{0, 1, 8, 0, NULL, 0, 0, 0}}, 1, {{0, 0, 8, 0, -1, 1}}, 1, {0}, 0, 0,
+      0, "q0 WaitingForCapacity eta=-1\n", REL, 0, NULL, NULL, NULL},
+     {0}, {1}, {1}, 1},
     /* both would borrow; b's head has had less service: it goes first */
     {{"attained-service: the lower level's team goes first", 1,
       {COHORT(4), COHORT(4)}, 1,
@@ -284,7 +291,7 @@ static const struct las_case las_cases[] = {
       "admit q1 n0 * AdmittedBorrowing\n"
       "search q0\n"
       "q0 WaitingForReclaim eta=-1\n", CANDS, 0, NULL, NULL, NULL},
-     {1, 0}, {0}, {0}},
+     {1, 0}, {0}, {0}, 0},
 };
 
 /* The attained-service case being run, or NULL (fifo-backfill). */
@@ -460,7 +467,7 @@ static void cin_running(struct world *w, struct cin *ci)
     pt = &ci->teams[t];
     ci->use[t].gpus += r->gpus;
     ci->prio[t][pt->n_adm_prio++] = (struct gq_pass_prio){r->prio, 1};
-    if (cur_las) /* every running job here could resume */
+    if (cur_las && !cur_las->none_resumable)
       pt->n_resumable++;
     if (r->cand)
       ci->cands[nc++] = (struct gq_pass_cand){
