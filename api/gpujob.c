@@ -423,6 +423,12 @@ static void read_status_loose(const json_t *s, struct gq_gpujob_status *st)
                 {"failedAttempts", GQ_ST_FAILURES},
                 {"preemptions", GQ_ST_PREEMPTIONS},
                 {"attainedGPUSeconds", GQ_ST_SERVICE},
+                {"flavor", GQ_ST_FLAVOR},
+                {"allocatedGPUSeconds", GQ_ST_ALLOC},
+                {"usedGPUSeconds", GQ_ST_USED},
+                {"idleGPUSeconds", GQ_ST_IDLE},
+                {"gpuUtilization", GQ_ST_UTIL},
+                {"utilizationTime", GQ_ST_UTIL_TIME},
                 {"observedGeneration", GQ_ST_GENERATION},
                 {"conditions", GQ_ST_CONDITIONS},
                 {"lastCheckpoint", GQ_ST_CHECKPOINT}};
@@ -469,6 +475,24 @@ static void read_status_loose(const json_t *s, struct gq_gpujob_status *st)
   }
 }
 
+/* The usage fields of status s (issue 22) into st, as decode_status. */
+static void read_usage(struct gq_dec *d, const json_t *s,
+                       struct gq_gpujob_status *st)
+{
+  ST_READ(GQ_ST_FLAVOR,
+          st->flavor = gq_dec_string(fd, s, "status.flavor", 0, 253, NULL));
+  ST_READ(GQ_ST_ALLOC, gq_dec_int(fd, s, "status.allocatedGPUSeconds", 0,
+                                  INT64_MAX, 0, &st->alloc_s));
+  ST_READ(GQ_ST_USED, gq_dec_int(fd, s, "status.usedGPUSeconds", 0,
+                                 INT64_MAX, 0, &st->used_s));
+  ST_READ(GQ_ST_IDLE, gq_dec_int(fd, s, "status.idleGPUSeconds", 0,
+                                 INT64_MAX, 0, &st->idle_s));
+  ST_READ(GQ_ST_UTIL, gq_dec_int(fd, s, "status.gpuUtilization", 0, 100, -1,
+                                 &st->util_pct));
+  ST_READ(GQ_ST_UTIL_TIME,
+          gq_dec_time(fd, s, "status.utilizationTime", &st->util_ms));
+}
+
 /* Reads obj.status into st. The fields gpuq validates report the first
  * error in d, each field read on its own (a bad one spoils only itself). */
 static void decode_status(struct gq_dec *d, const json_t *obj,
@@ -500,6 +524,7 @@ static void decode_status(struct gq_dec *d, const json_t *obj,
                                      INT32_MAX, 0, &st->failures));
   ST_READ(GQ_ST_SERVICE, gq_dec_int(fd, s, "status.attainedGPUSeconds", 0,
                                     INT64_MAX, 0, &st->service_s));
+  read_usage(d, s, st);
   ST_READ(GQ_ST_GENERATION,
           gq_dec_int(fd, s, "status.observedGeneration", 0, INT64_MAX, 0,
                      &st->observed_generation));
@@ -537,6 +562,7 @@ static void shared_strings(struct gq_gpujob *j, struct gq_strpack *p)
     gq_strpack_add(p, &j->products[i]);
   gq_strpack_add(p, &st->reason);
   gq_strpack_add(p, &st->message);
+  gq_strpack_add(p, &st->flavor);
   for (i = 0; i < st->n_nodes; i++)
     gq_strpack_add(p, &st->nodes[i]);
   for (i = 0; i < st->n_conds; i++) {

@@ -90,6 +90,25 @@ static const char *const reclaim_names[] = {"Never", "LowerPriority", "Any",
 static const char *const sched_names[] = {"fifo-backfill", "attained-service",
                                           NULL};
 
+static const char *const idle_actions[] = {"Report", "Preempt", NULL};
+
+/* spec.idlePolicy (issue 22): threshold percent, afterMinutes, action. */
+static void decode_idle(struct gq_dec *d, const json_t *spec,
+                        struct gq_idle_policy *ip)
+{
+  const json_t *o = gq_dec_object(d, spec, "spec.idlePolicy", 0);
+  int64_t thr = GQ_IDLE_THRESHOLD_DEFAULT;
+
+  ip->set = o != NULL;
+  gq_dec_int(d, o, "spec.idlePolicy.threshold", 0, 100,
+             GQ_IDLE_THRESHOLD_DEFAULT, &thr);
+  ip->threshold_pct = (int)thr;
+  gq_dec_int(d, o, "spec.idlePolicy.afterMinutes", 1, GQ_IDLE_AFTER_MIN_MAX,
+             GQ_IDLE_AFTER_MIN_DEFAULT, &ip->after_min);
+  ip->action = gq_dec_enum(d, o, "spec.idlePolicy.action", idle_actions, 0,
+                           GQ_IDLE_REPORT);
+}
+
 static void decode_spec(struct gq_dec *d, const json_t *spec,
                         struct gq_teamquota *q)
 {
@@ -115,6 +134,7 @@ static void decode_spec(struct gq_dec *d, const json_t *spec,
   q->reclaim = gq_dec_enum(d, pre, "spec.preemption.reclaimFromCohort",
                            reclaim_names, 0, GQ_RECLAIM_ANY);
   q->sched = gq_dec_enum(d, spec, "spec.schedulingPolicy", sched_names, 0, -1);
+  decode_idle(d, spec, &q->idle);
 }
 
 int gq_teamquota_decode(const json_t *obj, struct gq_teamquota *out, char *err,

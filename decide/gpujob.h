@@ -116,7 +116,14 @@ enum gq_job_status_field {
   GQ_ST_GENERATION = 1u << 14, /* observedGeneration */
   GQ_ST_CONDITIONS = 1u << 15,
   GQ_ST_CHECKPOINT = 1u << 16, /* lastCheckpoint */
-  GQ_ST_SERVICE = 1u << 17     /* attainedGPUSeconds */
+  GQ_ST_SERVICE = 1u << 17,    /* attainedGPUSeconds */
+  /* allocated against used GPUs (issue 22, controller/usage.c) */
+  GQ_ST_FLAVOR = 1u << 18,     /* flavor: the GPU product admitted */
+  GQ_ST_ALLOC = 1u << 19,      /* allocatedGPUSeconds */
+  GQ_ST_USED = 1u << 20,       /* usedGPUSeconds */
+  GQ_ST_IDLE = 1u << 21,       /* idleGPUSeconds */
+  GQ_ST_UTIL = 1u << 22,       /* gpuUtilization */
+  GQ_ST_UTIL_TIME = 1u << 23   /* utilizationTime */
 };
 
 /* One entry of status.conditions (metav1.Condition) as read back. */
@@ -149,6 +156,11 @@ struct gq_gpujob_status {
   int64_t preemptions;
   int64_t failures;               /* status.failedAttempts */
   int64_t service_s;              /* status.attainedGPUSeconds; 0 if absent */
+  const char *flavor;             /* status.flavor, or NULL */
+  int64_t alloc_s, used_s, idle_s; /* status.allocatedGPUSeconds,
+                                     usedGPUSeconds, idleGPUSeconds; 0 */
+  int64_t util_pct;               /* status.gpuUtilization; -1 if absent */
+  int64_t util_ms;                /* status.utilizationTime; 0 if absent */
   const char *checkpoint;         /* lastCheckpoint.location, or NULL */
   int64_t checkpoint_ms;          /* lastCheckpoint.time; 0 if absent */
   int64_t observed_generation;

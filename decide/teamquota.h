@@ -44,6 +44,21 @@ struct gq_quota_res {
 };
 
 enum gq_within_team { GQ_WITHIN_NEVER, GQ_WITHIN_LOWER_PRIORITY };
+/* spec.idlePolicy.action (issue 22): report idle jobs, or also checkpoint
+ * and requeue them when other jobs wait for their GPUs */
+enum gq_idle_action { GQ_IDLE_REPORT, GQ_IDLE_PREEMPT };
+#define GQ_IDLE_THRESHOLD_DEFAULT 10 /* percent GPU utilization */
+#define GQ_IDLE_AFTER_MIN_DEFAULT 30 /* minutes */
+#define GQ_IDLE_AFTER_MIN_MAX 10080  /* a week */
+
+/* spec.idlePolicy: when a job's GPUs count as idle, and what then. */
+struct gq_idle_policy {
+  int set;              /* the TeamQuota has one (else the controller's
+                           --idle-threshold, Report, 30 minutes) */
+  int threshold_pct;    /* under this mean GPU utilization (0..100) */
+  int64_t after_min;    /* for this long, minutes (1..GQ_IDLE_AFTER_MIN_MAX) */
+  enum gq_idle_action action;
+};
 enum gq_reclaim { GQ_RECLAIM_NEVER, GQ_RECLAIM_LOWER_PRIORITY, GQ_RECLAIM_ANY };
 
 struct gq_teamquota {
@@ -61,6 +76,7 @@ struct gq_teamquota {
   /* spec.schedulingPolicy: enum gq_sched_policy (decide/las.h), or -1
    * when absent (the controller's --scheduling) */
   int sched;
+  struct gq_idle_policy idle;
 };
 
 /* Returns 1 if GpuJobs of namespace ns may use this team's quota (ns is in

@@ -172,6 +172,14 @@ static void test_teamquota_crd(void **state)
                           prop(crd, "spec.preemption.reclaimFromCohort"),
                           "default")),
                       "Any");
+  assert_bounds(crd, "spec.idlePolicy.threshold", 0, 100);
+  assert_bounds(crd, "spec.idlePolicy.afterMinutes", 1, GQ_IDLE_AFTER_MIN_MAX);
+  assert_int_equal(json_integer_value(json_object_get(
+                       prop(crd, "spec.idlePolicy.threshold"), "default")),
+                   GQ_IDLE_THRESHOLD_DEFAULT);
+  assert_int_equal(json_integer_value(json_object_get(
+                       prop(crd, "spec.idlePolicy.afterMinutes"), "default")),
+                   GQ_IDLE_AFTER_MIN_DEFAULT);
   json_decref(crd);
 }
 
