@@ -154,6 +154,8 @@ static void admitted(int rc, const char *state, long long value, void *arg)
     cj->admitted_ms = gq_clock_now_ms();
     cj->start_ms = 0;
     cj->eta_ms = -1;
+    if (cj->running)
+      usage_running(c, cj, 0);
     cj->running = 0;
     gq_metric_add(c->m_admissions, l, 1);
     gq_metric_observe(c->m_wait, l,

@@ -617,6 +617,8 @@ struct gq_ctl *gq_ctl_new(uv_loop_t *loop, struct gq_kclient *kc,
   c->o.lease_name = gq_xstrdup(o->lease_name ? o->lease_name
                                              : "gpuq-controller");
   c->o.identity = gq_xstrdup(o->identity ? o->identity : "gpuq-controller");
+  c->o.prometheus_url =
+      o->prometheus_url ? gq_xstrdup(o->prometheus_url) : NULL;
   gq_capacity_init(&c->cap, c->o.topology_key);
   if (c->o.las.n_thresholds == 0) { /* the default levels */
     struct gq_las d = GQ_LAS_DEFAULT;
@@ -647,6 +649,7 @@ struct gq_ctl *gq_ctl_new(uv_loop_t *loop, struct gq_kclient *kc,
 
   register_metrics(c);
   disrupt_init(c);
+  usage_init(c);
   return (struct gq_ctl *)c;
 }
 
@@ -699,6 +702,7 @@ void gq_ctl_start(struct gq_ctl *gc)
                  (uint64_t)c->o.audit_s * 1000);
   uv_timer_start(&c->sweep_timer, sweep, (uint64_t)c->o.sweep_ms,
                  (uint64_t)c->o.sweep_ms);
+  usage_start(c);
   if (c->o.leader_elect) {
     struct gq_leader_opts lo = {0};
 
@@ -731,6 +735,7 @@ int gq_ctl_ready(const struct gq_ctl *gc, char *msg, size_t len)
 void gq_ctl_collect(struct gq_ctl *gc)
 {
   status_metrics((struct ctl *)gc);
+  usage_metrics((struct ctl *)gc);
 }
 
 static void free_all(struct ctl *c)
@@ -781,6 +786,8 @@ static void free_all(struct ctl *c)
   free((char *)c->o.lease_ns);
   free((char *)c->o.lease_name);
   free((char *)c->o.identity);
+  free((char *)c->o.prometheus_url);
+  usage_free(c);
   free(c);
 }
 
@@ -810,7 +817,8 @@ static void finish_stop(struct ctl *c)
   gq_informer_stop(c->inf_pdbs);
   gq_informer_stop(c->inf_batch);
   gq_rq_close(c->rq);
-  c->closing = 6;
+  c->closing = 7;
+  usage_close(c, closed);
   uv_close((uv_handle_t *)&c->wq_timer, closed);
   uv_close((uv_handle_t *)&c->pass_timer, closed);
   uv_close((uv_handle_t *)&c->tick_timer, closed);
@@ -853,6 +861,7 @@ void gq_ctl_stop(struct gq_ctl *gc, void (*done)(void *arg), void *arg)
   uv_timer_stop(&c->sweep_timer);
   uv_timer_stop(&c->audit_timer);
   uv_timer_stop(&c->wq_timer);
+  usage_stop(c);
   c->stop_ms = gq_clock_mono_ms();
   uv_timer_start(&c->stop_timer, stop_wait, 0, 20);
 }

@@ -62,6 +62,15 @@ struct gq_ctl_opts {
   /* --fair-share-half-life: half-life of the teams' decayed usage history
    * (virtual seconds, kept in Redis); 0 = none: shares from current use */
   int64_t fair_half_life_s;
+  /* allocated against used GPUs (issue 22, controller/usage.c):
+   * --prometheus-url (NULL: no utilization readings), the poll period and
+   * the window of status.gpuUtilization (virtual seconds; 0 = 30 and
+   * 300), the idle threshold of teams without spec.idlePolicy (percent;
+   * 0 = 10) and the quiet time after which a node's XID taint is lifted
+   * (virtual seconds; 0 = 600) */
+  const char *prometheus_url;
+  int64_t util_interval_s, util_window_s, gpu_healthy_s;
+  int idle_threshold_pct;
   const char *lease_ns, *lease_name, *identity;
   int64_t audit_s;             /* ledger audit period (real s); 0 = 60 */
   int64_t quota_status_ms;     /* least time between two status writes of

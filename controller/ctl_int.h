@@ -25,7 +25,9 @@
 #include "controller/metrics.h"
 #include "decide/capacity.h"
 #include "decide/lifecycle.h"
+#include "base/backoff.h"
 #include "decide/snapshot.h"
+#include "decide/usage.h"
 #include "queue/queue.h"
 
 /* enum cj_state (where a job stands) and enum cj_td (why a gang is torn
@@ -39,6 +41,36 @@ struct wq_later {
   char *uid;
   int64_t due_ms; /* real (monotonic) ms */
 };
+
+/* Allocated against used GPUs of one job that has run (usage.c; NULL in
+ * cjob until then: most queued jobs never need it). */
+struct cjob_use {
+  struct gq_usage u;     /* GPU-seconds, readings (decide/usage.h) */
+  const char *product;   /* GPU product of its nodes (interned), or NULL */
+  double counted_s;      /* used_s already in gpuq_used_gpu_seconds_total */
+  int pct;               /* window mean (percent), -1 unknown */
+  int64_t pct_ms;        /* virtual ms of the last reading, 0 none */
+  int idle;              /* the Idle condition is True */
+  int dirty;             /* its status needs writing */
+  int polls;             /* polls since its usage was last written */
+};
+
+/* What status.c writes of a job's usage (usage_status). */
+struct usage_view {
+  int has;               /* the job has run: the GPU-seconds fields */
+  const char *product;
+  int64_t alloc_s, used_s, idle_s;
+  int pct;               /* -1: absent */
+  int64_t pct_ms;
+  int cond;              /* the Idle condition is written */
+  const char *cond_status, *cond_reason;
+  char cond_msg[600];
+};
+
+/* The taint gpuq puts on a node whose GPU reported an XID error. */
+#define GQ_TAINT_GPU_UNHEALTHY "gpuq.dev/gpu-unhealthy"
+
+struct chealth;
 
 /* One GpuJob, by uid. Holds no pointer into informer stores (they change
  * under it); the decoded job is looked up by key when needed. Kept small
@@ -103,6 +135,7 @@ struct cjob {
    * was requeued (virtual ms), and its level while queued */
   int64_t service_s, last_run_ms, requeued_ms;
   int level;
+  struct cjob_use *use; /* allocated against used GPUs (usage.c) */
   int64_t cordon_ms;    /* drainPolicy Wait: virtual ms its node was first
                            seen cordoned, 0 = not cordoned */
   /* flags (0 or 1), one byte each: one record per queued job */
@@ -123,6 +156,8 @@ struct cjob {
   unsigned char wq_fails;   /* errors in a row: the backoff's exponent */
   unsigned char preempted;  /* disrupted and not running again yet */
   unsigned char pdb;        /* its PodDisruptionBudget was created */
+  unsigned char use_claimed; /* a waiting job an idle one is preempted
+                               for in this poll (usage.c) */
   unsigned char adm_ckpt;   /* counted in its team's adm_ckpt (it could
                                resume from a checkpoint when admitted) */
   unsigned char edit_told;  /* a SpecChangeDeferred event was sent for this
@@ -293,6 +328,16 @@ struct ctl {
   struct gq_metric *m_node_free; /* gpuq_node_free_gpus (status.c) */
   int64_t trim_ms;           /* mono ms of the last heap trim (ctl.c) */
   int tick_due;
+  /* allocated against used GPUs, GPU health (usage.c) */
+  struct gq_prom *prom;      /* NULL without --prometheus-url */
+  uv_timer_t util_timer;
+  int util_inflight, prom_up, health_adopted;
+  char prom_err[400];        /* why the last query failed ("" if it did not) */
+  struct gq_backoff prom_bo;
+  struct chealth *health;    /* nodes that reported XID errors */
+  struct cjob **claimed;     /* waiting jobs claimed in this poll */
+  size_t n_claimed;
+  struct gq_metric *m_used_gpu_s, *m_idle_gpus, *m_prom_up;
 };
 
 /* How the controller's writes queue in its API client (api/client.h):
@@ -589,6 +634,28 @@ void las_load(struct ctl *c, const char *cohort, const char *team);
 /* Every tick: accrues the teams' history, saves it now and then, and
  * promotes starved queued jobs to level 0. */
 void las_tick(struct ctl *c);
+
+/* usage.c: allocated against used GPUs, idle jobs, GPU health (issue 22) */
+/* Registers the metrics and sets up the poll timer and the Prometheus
+ * client (gq_ctl_new); the poll starts with usage_start (gq_ctl_start) and
+ * stops with usage_stop (gq_ctl_stop); usage_close closes the client and
+ * the timer (cb: the controller's close callback); usage_free frees the
+ * rest (at the end). */
+void usage_init(struct ctl *c);
+void usage_start(struct ctl *c);
+void usage_stop(struct ctl *c);
+void usage_close(struct ctl *c, uv_close_cb cb);
+void usage_free(struct ctl *c);
+/* cj started (on 1) or stopped (0) running every replica: its allocation
+ * starts or ends now (virtual clock). */
+void usage_running(struct ctl *c, struct cjob *cj, int on);
+/* Frees cj's usage record. */
+void usage_forget(struct cjob *cj);
+/* gpuq_idle_allocated_gpus at scrape time. */
+void usage_metrics(struct ctl *c);
+/* What cj's status shows of its usage, into *v (status.c). */
+void usage_status(const struct ctl *c, const struct cjob *cj,
+                  struct usage_view *v);
 
 /* status.c */
 /* Sets the reason (a string of static storage duration: cj keeps the

@@ -131,6 +131,7 @@ void jobs_forget(struct ctl *c, struct cjob *cj)
   disrupt_unlist(c, cj);
   store_unreserve(c, cj);
   disrupt_forget(cj);
+  usage_forget(cj);
   free_nodes(cj);
   for (size_t i = 0; i < cj->n_pods; i++)
     free(cj->pods[i]);
@@ -834,6 +835,8 @@ static void act_api(struct ctl *c, struct cjob *cj,
  * whole change is applied. Returns 1 if cj was freed. */
 static int apply(struct ctl *c, struct cjob *cj, const struct gq_life_out *o)
 {
+  int was_running = cj->running;
+
   put_job(cj, &o->job);
   for (size_t i = 0; i < o->n; i++) {
     if (o->eff[i].kind == GQ_LIFE_FORGET) { /* the object is gone */
@@ -845,6 +848,8 @@ static int apply(struct ctl *c, struct cjob *cj, const struct gq_life_out *o)
       act_api(c, cj, &o->eff[i]);
   }
   put_job(cj, &o->job);
+  if (cj->running != was_running) /* its allocation starts or ends */
+    usage_running(c, cj, cj->running);
   if (!cj->create_pending && cj->adm_event) { /* told, or never will be */
     free(cj->adm_event);
     cj->adm_event = NULL;

@@ -11,6 +11,9 @@
  *                   [--starve-factor F] [--fair-share-half-life S]
  *                   [--drain-taints KEY,...] [--drain-wait SECONDS]
  *                   [--notready-timeout SECONDS]
+ *                   [--prometheus-url URL] [--utilization-interval S]
+ *                   [--utilization-window S] [--idle-threshold PCT]
+ *                   [--gpu-healthy-seconds S]
  *                   [--kube-qps Q] [--kube-burst B]
  *                   [--ledger-audit-seconds N] [--quota-status-interval-ms MS]
  *                   [--time-scale S --time-epoch E] [--log-level L]
@@ -66,6 +69,9 @@ static void usage(FILE *f)
       "         [--starve-factor F] [--fair-share-half-life S]\n"
       "         [--drain-taints KEY,...] [--drain-wait SECONDS]\n"
       "         [--notready-timeout SECONDS]\n"
+      "         [--prometheus-url URL] [--utilization-interval S]\n"
+      "         [--utilization-window S] [--idle-threshold PCT]\n"
+      "         [--gpu-healthy-seconds S]\n"
       "         [--kube-qps Q] [--kube-burst B] [--ledger-audit-seconds N]\n"
       "         [--quota-status-interval-ms MS]\n"
       "         [--time-scale S --time-epoch E] [--log-level L]\n"
@@ -276,6 +282,7 @@ static const struct {
     {"--webhook-cert", offsetof(struct args, wo.cert_file)},
     {"--webhook-key", offsetof(struct args, wo.key_file)},
     {"--controller-user", offsetof(struct args, wo.controller_user)},
+    {"--prometheus-url", offsetof(struct args, co.prometheus_url)},
 };
 
 /* Flags that take an integer in [lo, hi] (int64_t fields). */
@@ -295,6 +302,12 @@ static const struct {
      offsetof(struct args, co.las.min_run_s)},
     {"--fair-share-half-life", 0, GQ_MAX_DURATION_S,
      offsetof(struct args, co.fair_half_life_s)},
+    {"--utilization-interval", 1, 86400,
+     offsetof(struct args, co.util_interval_s)},
+    {"--utilization-window", 1, GQ_MAX_DURATION_S,
+     offsetof(struct args, co.util_window_s)},
+    {"--gpu-healthy-seconds", 1, GQ_MAX_DURATION_S,
+     offsetof(struct args, co.gpu_healthy_s)},
 };
 
 /* The flags with their own checks: flag f with value v. Returns 0, 2 on a
@@ -318,6 +331,13 @@ static int parse_special(struct args *a, const char *f, const char *v)
               "or fifo-backfill, got '%s'\n", v);
       return 2;
     }
+  } else if (!strcmp(f, "--idle-threshold")) {
+    if (gq_parse_int64(v, &n) != 0 || n < 1 || n > 100) {
+      fprintf(stderr, "gpuq-controller: --idle-threshold: want a GPU "
+              "utilization percent 1-100, got '%s'\n", v);
+      return 2;
+    }
+    a->co.idle_threshold_pct = (int)n;
   } else if (!strcmp(f, "--las-thresholds")) {
     if (gq_las_parse_thresholds(v, &a->co.las, err, sizeof(err)) != 0) {
       fprintf(stderr, "gpuq-controller: --las-thresholds: %s\n", err);

@@ -105,9 +105,10 @@ struct cond {
 /* Fills the condition 'type' with its lastTransitionTime kept when the
  * status read back has it with the same status (Kubernetes API
  * conventions: conditions). */
-static void job_condition(struct cond *w, const struct gq_gpujob_status *st,
-                          const char *type, int on, const char *reason,
-                          const char *msg)
+static void job_condition_s(struct cond *w,
+                            const struct gq_gpujob_status *st,
+                            const char *type, const char *status,
+                            const char *reason, const char *msg)
 {
   const struct gq_gpujob_cond *old = NULL;
 
@@ -115,12 +116,19 @@ static void job_condition(struct cond *w, const struct gq_gpujob_status *st,
     if (str_same(st->conds[i].type, type))
       old = &st->conds[i];
   w->type = type;
-  w->status = on ? "True" : "False";
+  w->status = status;
   w->reason = reason;
   w->message = msg;
   w->transition_ms = old && str_same(old->status, w->status)
                          ? old->transition_ms
                          : gq_clock_now_ms();
+}
+
+static void job_condition(struct cond *w, const struct gq_gpujob_status *st,
+                          const char *type, int on, const char *reason,
+                          const char *msg)
+{
+  job_condition_s(w, st, type, on ? "True" : "False", reason, msg);
 }
 
 static void conditions_field(json_t *patch, const struct gq_gpujob_status *st,
@@ -180,9 +188,9 @@ static void nodes_field(json_t *p, const struct gq_gpujob_status *st,
  * (DESIGN §8). */
 static void conditions(json_t *p, const struct gq_gpujob_status *st,
                        const struct cjob *cj, int admitted, int final,
-                       int64_t gen)
+                       int64_t gen, const struct usage_view *u)
 {
-  struct cond w[5];
+  struct cond w[6];
 
   job_condition(&w[0], st, "Admitted", admitted || cj->running,
                 admitted ? "Admitted" : cj->reason[0] ? cj->reason : "Pending",
@@ -202,14 +210,42 @@ static void conditions(json_t *p, const struct gq_gpujob_status *st,
   job_condition(&w[4], st, "Finished", final,
                 final ? cj->reason : "NotFinished",
                 final && cj->message ? cj->message : "");
-  conditions_field(p, st, w, 5, gen);
+  if (u->cond) /* allocated against used GPUs (usage.c) */
+    job_condition_s(&w[5], st, "Idle", u->cond_status, u->cond_reason,
+                    u->cond_msg);
+  conditions_field(p, st, w, u->cond ? 6 : 5, gen);
+}
+
+/* The usage fields (issue 22): GPU-seconds once the job has run, the
+ * utilization while it is read. */
+static void usage_fields(json_t *p, const struct gq_gpujob_status *st,
+                         const struct usage_view *u)
+{
+  if (!u->has)
+    return;
+  if (u->product)
+    field(p, st, GQ_ST_FLAVOR, "flavor", json_string(u->product),
+          str_same(st->flavor, u->product));
+  field(p, st, GQ_ST_ALLOC, "allocatedGPUSeconds", json_integer(u->alloc_s),
+        st->alloc_s == u->alloc_s);
+  field(p, st, GQ_ST_USED, "usedGPUSeconds", json_integer(u->used_s),
+        st->used_s == u->used_s);
+  field(p, st, GQ_ST_IDLE, "idleGPUSeconds", json_integer(u->idle_s),
+        st->idle_s == u->idle_s);
+  field(p, st, GQ_ST_UTIL, "gpuUtilization",
+        u->pct >= 0 ? json_integer(u->pct) : NULL, st->util_pct == u->pct);
+  if (u->pct_ms)
+    time_field(p, st, GQ_ST_UTIL_TIME, "utilizationTime", u->pct_ms,
+               st->util_ms);
 }
 
 /* The status merge patch (top-level fields) that turns the status read
  * back from j into the one gpuq wants for cj: field by field, only what
  * differs. */
-static json_t *status_patch(const struct cjob *cj, const struct gq_gpujob *j)
+static json_t *status_patch(const struct ctl *c, const struct cjob *cj,
+                            const struct gq_gpujob *j)
 {
+  struct usage_view u;
   const struct gq_gpujob_status *st = &j->status;
   json_t *p = json_object();
   const char *ph = gq_job_phase_name(cj->phase);
@@ -267,7 +303,9 @@ static json_t *status_patch(const struct cjob *cj, const struct gq_gpujob *j)
           str_same(st->checkpoint, cj->ckpt) &&
               time_same(st->checkpoint_ms, cj->ckpt_ms));
   }
-  conditions(p, st, cj, admitted, final, gen);
+  usage_status(c, cj, &u);
+  usage_fields(p, st, &u);
+  conditions(p, st, cj, admitted, final, gen, &u);
   return p;
 }
 
@@ -356,7 +394,7 @@ static void send_status(struct ctl *c, struct cjob *cj)
 
   if (!j)
     return;
-  patch = status_patch(cj, j);
+  patch = status_patch(c, cj, j);
   if (json_object_size(patch) == 0) {
     json_decref(patch);
     return;

@@ -361,6 +361,17 @@ static void requeue(const struct gq_life_in *in, struct gq_life_out *o)
     add(o, GQ_LIFE_REDIS_REMOVE); /* it was admitted: its keys exist */
     return;
   }
+  if (j->cause && !strcmp(j->cause, GQ_LIFE_CAUSE_IDLE)) {
+    /* preempted for holding idle GPUs while others waited (issue 22): it
+     * goes to the back of its queue, or it would take them back at once;
+     * the reconcile that follows queues it with the new queue time */
+    j->queued_ms = in->now_ms;
+    event(o, "Normal", "Requeued", "attempt %lld: queued again at the back "
+          "of team '%s''s queue (its GPUs were idle while jobs waited)",
+          (long long)j->attempt, j->team);
+    add(o, GQ_LIFE_REDIS_REMOVE);
+    return;
+  }
   event(o, "Normal", "Requeued", "attempt %lld: back in team '%s''s queue "
         "at its original place", (long long)j->attempt, j->team);
   /* Redis: back at the original place (requeue keeps the queue time) */

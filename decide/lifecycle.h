@@ -293,6 +293,14 @@ struct gq_life_out {
  * adoption, or a teardown's end that requeued it). */
 void gq_life_reconcile(const struct gq_life_in *in, struct gq_life_out *out);
 
+/* Causes of a disruption that gpuq starts from GPU readings (issue 22,
+ * controller/usage.c): a job idle while others wait (requeued at the back
+ * of its queue, with a new queue time, so that it does not take its GPUs
+ * straight back), and a job on a GPU that reported an XID error (requeued
+ * at its place). */
+#define GQ_LIFE_CAUSE_IDLE "Idle"
+#define GQ_LIFE_CAUSE_GPU_UNHEALTHY "GpuUnhealthy"
+
 /* The job is disrupted on gpuq's own initiative (priority preemption,
  * quota reclaim, node removal, a drain wait's end): cause (a CamelCase
  * reason, static storage) and why (the sentence) are recorded and its
