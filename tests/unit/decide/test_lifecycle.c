@@ -1379,6 +1379,33 @@ static void test_one_shot_disrupted(void **state)
   assert_false(has_kind(&o, GQ_LIFE_REDIS_REQUEUE));
 }
 
+/* A job preempted for idle GPUs (issue 22) goes to the back of its queue:
+ * a new queue time, removed from Redis (the next reconcile queues it
+ * again), not requeued at its original place. */
+static void test_idle_requeued_at_back(void **state)
+{
+  static struct fx f;
+  static struct gq_life_out o;
+  int64_t queued;
+
+  (void)state;
+  base(&f);
+  running1(&f);
+  queued = f.in.job.queued_ms;
+  gq_life_preempt(&f.in, GQ_LIFE_CAUSE_IDLE, "its GPUs stayed idle", &o);
+  assert_int_equal(o.job.state, CJ_TEARDOWN);
+  f.in.job = o.job;
+  f.in.job.cause = GQ_LIFE_CAUSE_IDLE;
+  f.in.n_pods = 0;
+  f.in.now_ms = queued + 7200000;
+  gq_life_reconcile(&f.in, &o);
+  assert_int_equal(o.job.state, CJ_NEW);
+  assert_int_equal(o.job.phase, GQ_PHASE_QUEUED);
+  assert_true(o.job.queued_ms == f.in.now_ms);
+  assert_true(has_kind(&o, GQ_LIFE_REDIS_REMOVE));
+  assert_false(has_kind(&o, GQ_LIFE_REDIS_REQUEUE));
+}
+
 /* A Job stand-in ends with its Job (spec ended): once its pods are gone,
  * Succeeded (or Failed, JobFailed) with the condition's message; while a
  * pod holds resources it waits. */
@@ -1456,6 +1483,7 @@ int main(void)
       cmocka_unit_test(test_cases),
       cmocka_unit_test(test_chain_failure),
       cmocka_unit_test(test_one_shot_disrupted),
+      cmocka_unit_test(test_idle_requeued_at_back),
       cmocka_unit_test(test_job_ended),
       cmocka_unit_test(test_tick_next),
       cmocka_unit_test(test_long_message),
