@@ -150,21 +150,29 @@ void usage_forget(struct cjob *cj)
 /* ---- the Idle condition and idle preemption ---------------------------- */
 
 /* A queued job of cj's cohort (or team, without one) that cj's GPUs could
- * serve: one replica needs no more GPUs than one of cj's has, and its
- * products allow cj's. NULL if none waits. */
-static struct cjob *waiting_for(struct ctl *c, const struct cjob *cj)
+ * serve: queued for at least one reading interval (not one the next pass
+ * admits anyway), of cj's team or waiting for capacity (another team's
+ * job waiting for its own quota gains nothing), one replica needs no more
+ * GPUs than one of cj's has, and its products allow cj's. NULL if none. */
+static struct cjob *waiting_for(struct ctl *c, const struct cjob *cj,
+                                int64_t now)
 {
   int64_t per = cj->replicas > 0 ? cj->gpus / cj->replicas : cj->gpus;
   struct cteam *t, *tt;
 
   HASH_ITER(hh, c->teams, t, tt) {
-    if (*cj->cohort ? strcmp(t->cohort, cj->cohort) : strcmp(t->name, cj->team))
+    int same = !strcmp(t->name, cj->team);
+
+    if (*cj->cohort ? strcmp(t->cohort, cj->cohort) : !same)
       continue;
     for (size_t i = 0; i < t->n; i++) {
       struct cjob *q = t->q[i];
       const struct gq_gpujob *j = ctl_job_spec(c, q);
       int ok = j && !j->suspend && j->gpus_per_replica <= per &&
-               !q->use_claimed;
+               !q->use_claimed &&
+               now - q->queued_ms >= c->o.util_interval_s * 1000 &&
+               (same || (q->reason && !strcmp(q->reason,
+                                              "WaitingForCapacity")));
 
       for (size_t k = 0; ok && j->n_products && k < j->n_products; k++) {
         ok = cj->use->product && !strcmp(j->products[k], cj->use->product);
@@ -201,7 +209,7 @@ static void judge_idle(struct ctl *c, struct cjob *cj, int64_t now)
   if (!idle || ip->action != GQ_IDLE_PREEMPT || cj->preempted ||
       cj->state != CJ_ACTIVE)
     return;
-  w = waiting_for(c, cj);
+  w = waiting_for(c, cj, now);
   if (!w)
     return;
   w->use_claimed = 1; /* one idle job per waiting job and poll */
@@ -377,18 +385,19 @@ static void event_done(int rc, const struct gq_k8s_status *st,
 static void set_taint(struct ctl *c, struct chealth *h,
                       const struct gq_node *n, int add, const char *why)
 {
+  const json_t *obj = gq_informer_get(c->inf_nodes, n->meta.name), *t;
   json_t *taints = json_array(), *patch;
   struct taint_ctx *x;
   char path[320], ts[40];
+  size_t i;
 
-  for (size_t i = 0; i < n->n_taints; i++) {
-    const struct gq_taint *t = &n->taints[i];
+  /* the others as they are (value, timeAdded and all) */
+  json_array_foreach(json_object_get(json_object_get(obj, "spec"), "taints"),
+                     i, t) {
+    const char *key = json_string_value(json_object_get(t, "key"));
 
-    if (!strcmp(t->key, GQ_TAINT_GPU_UNHEALTHY))
-      continue;
-    json_array_append_new(taints, json_pack("{s:s,s:s,s:s}", "key", t->key,
-                                            "value", t->value, "effect",
-                                            t->effect));
+    if (!key || strcmp(key, GQ_TAINT_GPU_UNHEALTHY))
+      json_array_append(taints, (json_t *)t);
   }
   gq_time_format(gq_clock_now_ms(), ts, sizeof(ts));
   if (add)
@@ -410,7 +419,7 @@ static void set_taint(struct ctl *c, struct chealth *h,
     taint_done(GQ_EIO, NULL, NULL, x);
   json_decref(patch);
   ctl_write_begin(c);
-  if (gq_kclient_event_how(c->kc, n->json, add ? "Warning" : "Normal",
+  if (!obj || gq_kclient_event_how(c->kc, obj, add ? "Warning" : "Normal",
                            add ? "GpuUnhealthy" : "GpuHealthy", why,
                            GQ_CTL_COMPONENT, CTL_REPORT, event_done, c) != 0)
     ctl_write_end(c);
