@@ -355,6 +355,7 @@ static json_t *diff(const json_t *cur, json_t *want)
 struct status_ctx {
   struct ctl *c;
   char *uid;
+  int final; /* the job had ended when the write was sent */
 };
 
 static void pump(struct ctl *c);
@@ -377,6 +378,8 @@ static void status_done(int rc, const struct gq_k8s_status *st,
     if (cj->status_again || (rc != 0 && rc != GQ_ENOTFOUND)) {
       cj->status_again = 0;
       status_flush(x->c, cj);
+    } else if (rc == 0 && x->final) {
+      usage_forget(cj); /* its final usage is written: the status keeps it */
     }
   }
   free(x->uid);
@@ -405,6 +408,7 @@ static void send_status(struct ctl *c, struct cjob *cj)
   x = gq_xcalloc(1, sizeof(*x));
   x->c = c;
   x->uid = gq_xstrdup(cj->uid);
+  x->final = gq_job_phase_final(cj->phase) && !cj->running;
   cj->status_inflight = 1;
   c->s_inflight++;
   ctl_write_begin(c);
