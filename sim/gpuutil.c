@@ -158,7 +158,7 @@ int gq_sim_gpuutil_parse(const char *text, struct gq_sim_gpuutil *u,
   if (!strchr(buf, ',') && tokens(buf, tok, 1) == 1) { /* one word */
     if (parse_frac(tok[0], &frac) != 0) {
       snprintf(err, errlen, "want a fraction 0..1 or phases "
-               "'[LABEL] FRACTION for DURATION, ...', got '%.64s'", text);
+               "'[LABEL] FRACTION for DURATION, ...'");
       return GQ_EINVAL;
     }
     gq_sim_gpuutil_constant(u, frac);
