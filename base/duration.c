@@ -5,6 +5,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #define MS_PER_S INT64_C(1000)
 #define S_PER_MIN INT64_C(60)
@@ -85,4 +86,63 @@ int gq_human_duration(int64_t ms, char *buf, size_t len)
   if (hours < 2 * H_PER_DAY)
     return put_units(buf, len, hours, 'h', 0, 'h');
   return put_days_or_years(buf, len, hours);
+}
+
+/* The unit at s (longest match first: "ms" before "m") in ms, and its
+ * length in *n; 0 if s starts with no unit. */
+static double unit_ms(const char *s, size_t *n)
+{
+  static const struct {
+    const char *name;
+    double ms;
+  } units[] = {{"ms", 1}, {"s", 1e3}, {"m", 6e4}, {"h", 3.6e6},
+               {"d", 8.64e7}};
+
+  for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+    size_t len = strlen(units[i].name);
+
+    if (!strncmp(s, units[i].name, len)) {
+      *n = len;
+      return units[i].ms;
+    }
+  }
+  return 0;
+}
+
+/* Reads a decimal NUMBER ("12", "1.5", ".5") at *p, advancing it; -1 if
+ * there is none. Digits only: strtod would take signs, exponents, "inf". */
+static double read_number(const char **p)
+{
+  const char *s = *p;
+  double v = 0, scale = 1;
+  int digits = 0;
+
+  for (; *s >= '0' && *s <= '9'; s++, digits++)
+    v = v * 10 + (*s - '0');
+  if (*s == '.')
+    for (s++; *s >= '0' && *s <= '9'; s++, digits++)
+      v += (*s - '0') * (scale /= 10);
+  *p = s;
+  return digits ? v : -1;
+}
+
+int gq_duration_parse(const char *s, int64_t *ms)
+{
+  double total = 0;
+
+  if (!s || !*s)
+    return GQ_EPARSE;
+  while (*s) {
+    double v = read_number(&s), u;
+    size_t n;
+
+    if (v < 0 || (u = unit_ms(s, &n)) == 0)
+      return GQ_EPARSE;
+    s += n;
+    total += v * u;
+    if (total > (double)GQ_DURATION_MAX_MS)
+      return GQ_EOVERFLOW;
+  }
+  *ms = (int64_t)(total + 0.5);
+  return 0;
 }

@@ -1,4 +1,5 @@
-/* base/duration.h - durations as the API server and kubectl print them.
+/* base/duration.h - durations as the API server and kubectl print them,
+ * and durations as users write them (gq_duration_parse(), at the end).
  *
  * The AGE column of `kubectl get` (and every other age or duration cell
  * the API server puts into a meta.k8s.io Table) is rendered by
@@ -47,5 +48,18 @@
  * call. Source of the rules: k8s.io/apimachinery/pkg/util/duration/
  * duration.go, HumanDuration (and its boundary tests in duration_test.go). */
 int gq_human_duration(int64_t ms, char *buf, size_t len);
+
+/* Largest duration gq_duration_parse() accepts: 100 years, in ms. */
+#define GQ_DURATION_MAX_MS (INT64_C(100) * 365 * 24 * 3600 * 1000)
+
+/* Parses a duration written as Go's time.ParseDuration writes it, plus
+ * days: one or more NUMBER UNIT pairs with no spaces, NUMBER a decimal
+ * ("90", "1.5"), UNIT one of ms, s, m, h, d (a day is 24 h): "90s", "30m",
+ * "2h", "1h30m", "1.5h", "7d", "250ms". No sign (durations here are never
+ * negative); the result is rounded to whole milliseconds. s is borrowed;
+ * the result goes to *ms (untouched on error). Returns 0, or GQ_EPARSE for
+ * anything else (empty, a number without unit, an unknown unit, spaces,
+ * a sign) and GQ_EOVERFLOW above GQ_DURATION_MAX_MS. Pure. */
+int gq_duration_parse(const char *s, int64_t *ms);
 
 #endif

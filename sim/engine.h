@@ -27,7 +27,9 @@
 
 #include "api/gpujob.h" /* GQ_LBL_*: the labels gpuq puts on its pods */
 #include "api/node.h"
+#include "base/buf.h"
 #include "decide/match.h"
+#include "sim/gpuutil.h"
 #include "sim/sim.h"
 
 /* Pod annotations the simulated kubelet reads (docs/sim.md). */
@@ -79,7 +81,26 @@ struct gq_sim_pod {
   double base_s;       /* progress it resumed from (seconds of work) */
   int64_t run_s, ckpt_s, interval_s, fail_s, exit_code; /* -1 = absent */
   double exit_progress_s; /* progress when it stopped */
+  /* GPUs (issue 22): the utilization timeline (GQ_SIM_ANN_GPU_UTIL, else
+   * the engine's default), the whole GPUs it holds (nvidia.com/gpu; MIG
+   * slices are not GPUs here), their indices on the node while it runs,
+   * and the virtual time up to which the report has counted its usage. */
+  struct gq_sim_gpuutil util;
+  int64_t whole_gpus;
+  int *gpu_idx;        /* owned; n_idx entries, ascending */
+  size_t n_idx;
+  char *container;     /* its first container's name (dcgm labels) */
+  int64_t acct_vms;
   UT_hash_handle hh;   /* by uid */
+};
+
+/* One GPU of a node, as DCGM sees it: the pod using it (NULL when free)
+ * and the last XID error (xid_until_vms: when it clears; INT64_MAX never,
+ * 0 none). */
+struct gq_sim_gpu {
+  struct gq_sim_pod *pod; /* borrowed from the engine's pods */
+  int64_t xid;
+  int64_t xid_until_vms;
 };
 
 /* Per node: requests of the pods bound to it that still hold resources,
@@ -90,6 +111,9 @@ struct gq_sim_node {
   struct gq_node_usage used;
   json_t *saved_alloc;      /* allocatable before device-plugin loss */
   int draining;
+  struct gq_sim_gpu *gpus;  /* owned; indices 0..n_gpus-1 (grown to the
+                               nvidia.com/gpu capacity on use) */
+  size_t n_gpus;
   UT_hash_handle hh;
 };
 
@@ -119,6 +143,10 @@ struct gq_sim_engine {
   struct gq_sim_node *nodes;
   struct gq_sim_report *report;
   struct gq_sim_replay *replay;
+  double default_util;  /* --gpu-utilization: pods without the annotation
+                           (default 0.9) */
+  double idle_pct;      /* --idle-threshold: utilization under this many
+                           percent is idle (default 10) */
   int closing;
 };
 
@@ -160,11 +188,63 @@ int64_t gq_sim_tev_next_due(const struct gq_sim_engine *e);
 
 /* The engine's record of a node (created empty on first use). */
 struct gq_sim_node *gq_sim_node_rec(struct gq_sim_engine *e, const char *name);
+/* The record of a stored node with its decoded Node refreshed (when the
+ * stored object changed), or NULL if there is no such node or it does not
+ * decode. Borrowed; valid until the node is removed. */
+struct gq_sim_node *gq_sim_node_get(struct gq_sim_engine *e, const char *name);
+
+/* --- gpus.c: the GPUs of the simulated nodes (issue 22) --- */
+/* A 64-bit hash of s (FNV-1a from a basis changed by salt, then
+ * SplitMix64's finalizer, so similar strings differ in every bit): stable
+ * across runs and machines, for deterministic choices. */
+uint64_t gq_sim_hash(const char *s, uint64_t salt);
+/* Bytes of a GPU UUID with its NUL: "GPU-" + 8-4-4-4-12 hex digits. */
+#define GQ_SIM_GPU_UUID_LEN 41
+/* Writes the UUID of GPU index of node (deterministic: the same node name
+ * and index always give the same UUID) into buf (at least
+ * GQ_SIM_GPU_UUID_LEN bytes). */
+void gq_sim_gpu_uuid(const char *node, int64_t index, char *buf);
+/* Sets r's utilization from its pod's GQ_SIM_ANN_GPU_UTIL annotation, or
+ * the engine's default when absent. A value that does not parse never
+ * stops the pod: it gets the default, and a Warning Event on the pod
+ * (reason FailedUtilization) and a log line name the annotation, the value
+ * and what is wrong. pod is borrowed. */
+void gq_sim_gpus_pod_util(struct gq_sim_engine *e, const json_t *pod,
+                          struct gq_sim_pod *r);
+/* Gives a starting pod r the lowest free indices of its node, one per
+ * whole GPU it holds (r->whole_gpus), as the device plugin does; fewer
+ * (logged) if the node has fewer free. */
+void gq_sim_gpus_assign(struct gq_sim_engine *e, struct gq_sim_pod *r);
+/* Frees r's indices (it stopped running, or is gone). Idempotent. */
+void gq_sim_gpus_free(struct gq_sim_engine *e, struct gq_sim_pod *r);
+/* The nvidia.com/gpu capacity of a node record (0 if undecoded). */
+int64_t gq_sim_gpus_capacity(const struct gq_sim_node *n);
+/* Applies the node event xid: arg {gpu: INDEX, xid: CODE, for: SECONDS}
+ * (for absent: until the next xid on that GPU; xid 0 clears). Returns 0,
+ * GQ_ENOTFOUND for an unknown node, GQ_EINVAL with the reason in msg. */
+int gq_sim_gpus_xid(struct gq_sim *s, const char *node, const json_t *arg,
+                    char *msg, size_t msglen);
+
+/* --- dcgm.c: a dcgm-exporter for every node's GPUs (issue 22) --- */
+/* Starts serving GET /metrics on addr ("127.0.0.1:PORT"; loopback only,
+ * port 0 picks one) on s->loop, in s->dcgm. Returns 0, or GQ_EINVAL (not
+ * a loopback HOST:PORT) / GQ_EIO (cannot bind) with the reason in err. */
+int gq_sim_dcgm_start(struct gq_sim *s, const char *addr, char *err,
+                      size_t errlen);
+/* The bound port, or 0 when not serving. */
+int gq_sim_dcgm_port(const struct gq_sim *s);
+/* Stops serving (run the loop to finish). Idempotent. */
+void gq_sim_dcgm_stop(struct gq_sim *s);
+/* Appends the exposition (Prometheus text format 0.0.4, dcgm-exporter's
+ * names and labels) of every node's GPUs at virtual time now_vms to out.
+ * Returns 0, or GQ_ETOOBIG past out's cap (out is then released). */
+int gq_sim_dcgm_render(struct gq_sim *s, int64_t now_vms, struct gq_buf *out);
 
 /* --- nodeops.c --- */
 /* Applies a node event: "cordon", "uncordon", "drain", "device-plugin-loss",
  * "device-plugin-restore", "notready", "ready", "delete", "taint",
- * "untaint" (taint: {key, value, effect} in arg). Returns 0, GQ_ENOTFOUND
+ * "untaint" (taint: {key, value, effect} in arg), "xid" (arg {gpu, xid,
+ * for}: gq_sim_gpus_xid()). Returns 0, GQ_ENOTFOUND
  * for an unknown node, GQ_EINVAL for an unknown action (msg says why). */
 int gq_sim_node_event(struct gq_sim *s, const char *node, const char *action,
                       const json_t *arg, char *msg, size_t msglen);

@@ -74,8 +74,8 @@ struct gq_sim_node *gq_sim_node_rec(struct gq_sim_engine *e, const char *name)
   return n;
 }
 
-/* The decoded node if it exists (refreshed on change), else NULL. */
-static struct gq_sim_node *node_get(struct gq_sim_engine *e, const char *name)
+/* (engine.h) */
+struct gq_sim_node *gq_sim_node_get(struct gq_sim_engine *e, const char *name)
 {
   const json_t *obj = gq_sim_get(nodes_kind(e->s), NULL, name);
   struct gq_sim_node *n;
@@ -141,6 +141,8 @@ static void drop_pod(struct gq_sim_engine *e, const char *uid)
     return;
   HASH_DEL(e->pods, p);
   gq_sim_report_pod_gone(e->s, p);
+  gq_sim_gpus_free(e, p);
+  free(p->container);
   free(p->uid);
   free(p->key);
   free(p->node);
@@ -388,7 +390,7 @@ static void schedule(struct gq_sim_engine *e, const json_t *pod,
     return;
   pin = pinned_node(&p.sched);
   if (pin) {
-    n = node_get(e, pin);
+    n = gq_sim_node_get(e, pin);
     total = 1;
     reason = n ? try_node(n, &p.sched, why, sizeof(why)) : "NotFound";
     if (!n)
@@ -400,7 +402,7 @@ static void schedule(struct gq_sim_engine *e, const json_t *pod,
     size_t i;
 
     json_array_foreach(nodes, i, it) {
-      n = node_get(e, gq_meta_str(it, "name"));
+      n = gq_sim_node_get(e, gq_meta_str(it, "name"));
       total++;
       if (n && !(reason = try_node(n, &p.sched, why, sizeof(why)))) {
         bind_pod(e->s, pod, n->name);
@@ -461,17 +463,25 @@ static struct gq_sim_pod *new_record(struct gq_sim_engine *e,
   r->team = gq_xstrdup(att ? att : "");
   att = gq_meta_obj_label(pod, GQ_LBL_ATTEMPT);
   r->attempt = att ? strtoll(att, NULL, 10) : 0;
-  for (size_t i = 0; i < p->sched.n_extended; i++)
+  for (size_t i = 0; i < p->sched.n_extended; i++) {
     if (!strncmp(p->sched.extended[i].name, "nvidia.com/", 11))
       r->gpus += p->sched.extended[i].value;
+    if (!strcmp(p->sched.extended[i].name, "nvidia.com/gpu"))
+      r->whole_gpus += p->sched.extended[i].value;
+  }
+  att = json_string_value(json_object_get(
+      json_array_get(json_object_get(json_object_get(pod, "spec"),
+                                     "containers"), 0), "name"));
+  r->container = gq_xstrdup(att ? att : "");
   r->run_s = ann_int(pod, GQ_ANN_RUN);
   r->ckpt_s = ann_int(pod, GQ_ANN_CKPT);
   r->interval_s = ann_int(pod, GQ_ANN_INTERVAL);
   r->fail_s = ann_int(pod, GQ_ANN_FAIL_AFTER);
   r->exit_code = ann_int(pod, GQ_ANN_EXIT);
   r->base_s = resume_from(pod);
-  r->start_vms = gq_clock_now_ms();
+  r->start_vms = r->acct_vms = gq_clock_now_ms();
   r->running = 1;
+  gq_sim_gpus_pod_util(e, pod, r);
   HASH_ADD_KEYPTR(hh, e->pods, r->uid, strlen(r->uid), r);
   return r;
 }
@@ -521,6 +531,7 @@ static void start_pod(struct gq_sim_engine *e, const json_t *pod,
                                                         "startedAt", ts),
                                          1));
   gq_sim_put(e->s, pods_kind(e->s), next);
+  gq_sim_gpus_assign(e, r);
   gq_sim_report_pod_started(e->s, r);
   if (r->run_s >= 0)
     gq_sim_tev_add(e, r->start_vms +
@@ -578,7 +589,7 @@ static void admit(struct gq_sim_engine *e, const json_t *pod, const char *key)
 
   if (gq_pod_decode(pod, &p, err, sizeof(err)) != 0)
     return;
-  n = node_get(e, p.sched.node_name);
+  n = gq_sim_node_get(e, p.sched.node_name);
   if (n && n->node.ready) {
     /* The usage includes this pod already: take it out for the check. */
     gq_node_usage_add(&n->used, &p.sched, -1);
@@ -661,7 +672,7 @@ static void reconcile(struct gq_sim_engine *e, const char *key)
   phase = json_string_value(json_object_get(st, "phase"));
   HASH_FIND_STR(e->pods, gq_meta_str(pod, "uid"), r);
   if (json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp")) {
-    struct gq_sim_node *n = r ? node_get(e, r->node) : NULL;
+    struct gq_sim_node *n = r ? gq_sim_node_get(e, r->node) : NULL;
 
     if (r && r->running && !r->terminating && n && !n->node.ready) {
       /* the kubelet of a NotReady node is not there to stop it: the pod
@@ -736,6 +747,7 @@ static void pod_exit(struct gq_sim_engine *e, const struct gq_tev *t)
   if (!r->running || (t->type != GQ_TEV_POD_EXIT && r->terminating))
     return; /* already stopped, or SIGTERM decides how it ends */
   r->running = 0;
+  gq_sim_gpus_free(e, r);
   if (t->type != GQ_TEV_POD_EXIT) {
     r->exit_progress_s = progress(r);
     gq_sim_report_pod_ended(e->s, r);
@@ -786,6 +798,8 @@ int gq_sim_engine_start(struct gq_sim *s)
   e->team_used = json_object();
   e->attempts = json_object();
   e->starting = json_object();
+  e->default_util = 0.9;
+  e->idle_pct = 10;
   gq_sim_timers_init(e);
   uv_timer_init(s->loop, &e->kick);
   e->kick.data = e;
@@ -823,6 +837,7 @@ void gq_sim_engine_release(struct gq_sim *s)
     gq_node_release(&n->node);
     gq_node_usage_release(&n->used);
     json_decref(n->saved_alloc);
+    free(n->gpus);
     free(n->name);
     free(n);
   }

@@ -9,14 +9,18 @@
  *             [--series DIR]]
  *            [--events FILE] [--scenario FILE [--hold]
  *             [--hook NAME=COMMAND]...]
+ *            [--dcgm-listen 127.0.0.1:PORT] [--gpu-utilization F]
+ *            [--idle-threshold PCT] [--idle-share F]
  *            [--time-scale S --time-epoch E]
  *            [--log-level L]
  *
  * The first line on stdout is "listening on http://127.0.0.1:PORT" (https
- * under TLS); the kubeconfig is written last, atomically, once the server
+ * under TLS), then, with --dcgm-listen, "dcgm-exporter on
+ * http://127.0.0.1:PORT/metrics"; the kubeconfig is written last, atomically, once the server
  * listens and the CRDs are served, so a client that sees it can use it.
  */
 #include "sim/cluster.h"
+#include "sim/engine.h"
 #include "sim/replay.h"
 #include "sim/sim.h"
 
@@ -44,6 +48,8 @@ struct args {
   struct gq_sim_replay_opts replay;
   const char *hooks[16];
   const char *scale, *epoch, *log_level;
+  const char *dcgm_listen;
+  double gpu_util, idle_pct;
   long window;
   long bookmark_ms;
 };
@@ -60,6 +66,8 @@ static void usage(FILE *f)
           "                 [--checkpoint GRACE,INTERVAL,WRITE|none]\n"
           "                 [--report PATH] [--series DIR]] [--events FILE]\n"
           "                [--scenario FILE [--hold] [--hook NAME=COMMAND]...]\n"
+          "                [--dcgm-listen 127.0.0.1:PORT] [--gpu-utilization F]\n"
+          "                [--idle-threshold PCT] [--idle-share F]\n"
           "                [--time-scale S --time-epoch E] [--log-level L]\n");
 }
 
@@ -80,14 +88,50 @@ static int parse_listen(const char *v, struct args *a)
   return 0;
 }
 
+/* A number flag's value in [lo, hi] into *out; -1 (with a message) if it
+ * is not one. */
+static int parse_num(const char *flag, const char *v, double lo, double hi,
+                     double *out)
+{
+  char *end;
+  double d = strtod(v, &end);
+
+  if (!*v || *end || !(d >= lo && d <= hi)) {
+    fprintf(stderr, "gpuq-sim: %s: want a number from %g to %g, got '%s'\n",
+            flag, lo, hi, v);
+    return -1;
+  }
+  *out = d;
+  return 0;
+}
+
+/* The flags of issue 22 (GPU utilization); 1 if f is not one of them. */
+static int parse_gpu_flag(const char *f, const char *v, struct args *a)
+{
+  if (!strcmp(f, "--dcgm-listen")) {
+    a->dcgm_listen = v;
+    return 0;
+  }
+  if (!strcmp(f, "--gpu-utilization"))
+    return parse_num(f, v, 0, 1, &a->gpu_util);
+  if (!strcmp(f, "--idle-threshold"))
+    return parse_num(f, v, 0, 100, &a->idle_pct);
+  if (!strcmp(f, "--idle-share"))
+    return parse_num(f, v, 0, 1, &a->replay.idle_share);
+  return 1;
+}
+
 static int parse_args(int argc, char **argv, struct args *a)
 {
   snprintf(a->host, sizeof(a->host), "127.0.0.1");
+  a->gpu_util = 0.9;
+  a->idle_pct = 10;
   a->crds = "crds";
   a->window = 100000;
   for (int i = 1; i < argc; i++) {
     const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     char *end;
+    int rc;
 
     if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
       usage(stdout);
@@ -108,7 +152,10 @@ static int parse_args(int argc, char **argv, struct args *a)
       return -1;
     }
     i++;
-    if (!strcmp(f, "--listen")) {
+    if ((rc = parse_gpu_flag(f, v, a)) <= 0) {
+      if (rc < 0)
+        return -1;
+    } else if (!strcmp(f, "--listen")) {
       if (parse_listen(v, a) != 0) {
         fprintf(stderr, "gpuq-sim: --listen: want HOST:PORT, got '%s'\n", v);
         return -1;
@@ -372,6 +419,13 @@ int main(int argc, char **argv)
     return 1;
   }
   sim.finish_cb = on_finish;
+  sim.engine->default_util = a.gpu_util;
+  sim.engine->idle_pct = a.idle_pct;
+  if (a.dcgm_listen &&
+      gq_sim_dcgm_start(&sim, a.dcgm_listen, err, sizeof(err)) != 0) {
+    fprintf(stderr, "gpuq-sim: %s\n", err);
+    return 1;
+  }
   if (a.cluster && load_cluster(a.cluster) != 0)
     return 1;
   if ((a.replay.trace || a.replay.events || a.replay.scenario) &&
@@ -382,6 +436,14 @@ int main(int argc, char **argv)
   snprintf(url, sizeof(url), "%s://%s:%d", cert ? "https" : "http", a.host,
            gq_httpd_port(sim.httpd));
   printf("listening on %s\n", url);
+  if (a.dcgm_listen) {
+    char host[64];
+    int port;
+
+    gq_httpd_parse_addr(a.dcgm_listen, host, sizeof(host), &port);
+    printf("dcgm-exporter on http://%s:%d/metrics\n", host,
+           gq_sim_dcgm_port(&sim));
+  }
   fflush(stdout);
   /* Over https with no user credentials kubectl prompts for a password,
    * so without --token the kubeconfig still carries a token, one this sim

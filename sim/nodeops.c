@@ -237,6 +237,8 @@ int gq_sim_node_event(struct gq_sim *s, const char *name, const char *action,
     delete_node(s, name);
     return 0;
   }
+  if (!strcmp(action, "xid")) /* a GPU's error, not the Node object's */
+    return gq_sim_gpus_xid(s, name, arg, msg, msglen);
   next = json_deep_copy(cur);
   if (!json_object_get(next, "spec"))
     json_object_set_new(next, "spec", json_object());
@@ -268,7 +270,8 @@ int gq_sim_node_event(struct gq_sim *s, const char *name, const char *action,
     json_decref(next);
     snprintf(msg, msglen, "unknown node action '%s' (cordon, uncordon, drain, "
              "device-plugin-loss, device-plugin-restore, notready, ready, "
-             "delete, taint, untaint; taints need {\"key\", \"effect\"})",
+             "delete, taint, untaint, xid; taints need {\"key\", "
+             "\"effect\"}, xid {\"gpu\", \"xid\", \"for\"})",
              action);
     return GQ_EINVAL;
   }

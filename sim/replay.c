@@ -259,15 +259,36 @@ static int64_t largest_divisor_le(int64_t n, int64_t max)
   return 1;
 }
 
+/* A number in [0, 1) from a job's name and a salt (gq_sim_hash()): the
+ * same for the same name on every run. */
+static double job_hash01(const char *name, uint64_t salt)
+{
+  return (double)(gq_sim_hash(name, salt) >> 11) / 9007199254740992.0;
+}
+
+/* A trace job's GPU utilization (issue 22): notebook-like for the share
+ * --idle-share of the jobs, chosen by name; else a constant in
+ * [0.60, 0.98], also by name. Into buf. */
+static void job_util(const struct gq_sim_replay *r, const struct job *j,
+                     char *buf, size_t len)
+{
+  if (job_hash01(j->name, 1) < r->o.idle_share)
+    snprintf(buf, len, "%s", GQ_SIM_REPLAY_NOTEBOOK);
+  else
+    snprintf(buf, len, "%.2f", 0.60 + 0.38 * job_hash01(j->name, 2));
+}
+
 static json_t *job_object(const struct gq_sim_replay *r, const struct job *j)
 {
   int64_t per = j->gpus <= 8 ? j->gpus : largest_divisor_le(j->gpus, 8);
   int64_t run = j->duration_s > 0 ? j->duration_s : 1;
-  char buf[3][32];
+  char buf[3][32], util[64];
   json_t *ann, *spec;
 
   snprintf(buf[0], sizeof(buf[0]), "%lld", (long long)run);
-  ann = json_pack("{s:s}", "sim.gpuq.dev/run-seconds", buf[0]);
+  job_util(r, j, util, sizeof(util));
+  ann = json_pack("{s:s, s:s}", "sim.gpuq.dev/run-seconds", buf[0],
+                  GQ_SIM_ANN_GPU_UTIL, util);
   spec = json_pack(
       "{s:s, s:I, s:I, s:I, s:{s:o, s:{s:s, s:[{s:s, s:s, s:{s:{s:s, "
       "s:s}}}]}}}",
@@ -331,6 +352,7 @@ int gq__replay_schedule_events(struct gq_sim *s, struct gq_sim_replay *r,
                            int check_only, char *err, size_t errlen)
 {
   const json_t *ev;
+  const char *act;
   size_t i;
 
   if (!json_is_array(events)) {
@@ -347,6 +369,15 @@ int gq__replay_schedule_events(struct gq_sim *s, struct gq_sim_replay *r,
           !json_is_string(json_object_get(ev, "action"))))) {
       snprintf(err, errlen, "%s: events[%zu]: needs at (virtual seconds) "
                "and node and action, or run", path, i);
+      return GQ_EINVAL;
+    }
+    act = json_string_value(json_object_get(ev, "action"));
+    if (act && !strcmp(act, "xid") &&
+        (!json_is_integer(json_object_get(ev, "gpu")) ||
+         !json_is_integer(json_object_get(ev, "xid")))) {
+      snprintf(err, errlen, "%s: events[%zu]: action xid needs gpu (an "
+               "index) and xid (the error code), and may have for (seconds)",
+               path, i);
       return GQ_EINVAL;
     }
     if (!check_only)
@@ -428,8 +459,15 @@ static void run_timeline(struct gq_sim *s, const struct gq_tev *t)
   const char *node = json_string_value(json_object_get(ev, "node"));
   const char *action = json_string_value(json_object_get(ev, "action"));
   const json_t *dur = json_object_get(ev, "for");
+  int xid = !strcmp(action, "xid"); /* its 'for' is the error's own */
   char msg[512];
 
+  if (xid) {
+    GQ_LOG(GQ_INFO, &lc, "node event: xid on %s", node);
+    if (gq_sim_node_event(s, node, action, ev, msg, sizeof(msg)) != 0)
+      GQ_LOG(GQ_WARN, &lc, "node event failed: %s", msg);
+    return;
+  }
   if (t->type == GQ_TEV_RESTORE) {
     action = !strcmp(action, "device-plugin-loss") ? "device-plugin-restore"
              : !strcmp(action, "notready")         ? "ready"
@@ -487,6 +525,25 @@ static void count_jobs(const struct gq_sim_replay *r, json_t *queued,
   }
 }
 
+/* The mean allocated and used GPUs since the previous sample, from the
+ * report's exact GPU-hours (so the area under each curve is the report's
+ * figure): pushed onto the series. */
+static void sample_usage(struct gq_sim_replay *r, const json_t *rep)
+{
+  int64_t now = gq_clock_now_ms();
+  double alloc = json_real_value(json_object_get(rep, "allocated_gpu_hours"));
+  double used = json_real_value(json_object_get(rep, "used_gpu_hours"));
+  double dt_h = (double)(now - r->last_sample_vms) / 3.6e6;
+
+  push(r->series, "allocated_gpus",
+       json_real(dt_h > 0 ? (alloc - r->last_alloc_h) / dt_h : 0));
+  push(r->series, "used_gpus",
+       json_real(dt_h > 0 ? (used - r->last_used_h) / dt_h : 0));
+  r->last_alloc_h = alloc;
+  r->last_used_h = used;
+  r->last_sample_vms = now;
+}
+
 static void sample(struct gq_sim *s, struct gq_sim_replay *r)
 {
   json_t *rep = gq_sim_report_json(s), *queued = json_object();
@@ -502,6 +559,7 @@ static void sample(struct gq_sim *s, struct gq_sim_replay *r)
   push(r->series, "running", json_integer(running));
   json_object_foreach(queued, team, v)
     push(qs, team, json_incref(v));
+  sample_usage(r, rep);
   json_decref(queued);
   json_decref(rep);
   if (!r->finished)
@@ -624,20 +682,39 @@ static double jain(const struct gq_sim_replay *r, const json_t *gpu_s)
   return n && sxx > 0 ? sx * sx / ((double)n * sxx) : 1.0;
 }
 
+/* Each team's queue and JCT figures (team_stats()) merged into its GPU
+ * usage figures of the report's "teams" (zeros for a team whose pods never
+ * ran); teams with usage but no quota in the replay are kept. */
+static json_t *teams_json(struct gq_sim_replay *r, const json_t *rep,
+                          const json_t *gpu_s)
+{
+  json_t *teams = json_deep_copy(json_object_get(rep, "teams")), *v, *t;
+  const struct gq_sim_usage zero = {0, 0, 0};
+  const char *team;
+
+  json_object_foreach(r->teams, team, v) {
+    if (!(t = json_object_get(teams, team))) {
+      t = gq_sim_report_usage_json(&zero);
+      json_object_set_new(teams, team, t);
+    }
+    v = team_stats(r, team, gpu_s);
+    json_object_update(t, v);
+    json_decref(v);
+  }
+  return teams;
+}
+
 static json_t *build_report(struct gq_sim *s, struct gq_sim_replay *r,
                             double real_s)
 {
-  json_t *rep = gq_sim_report_json(s), *teams = json_object();
+  json_t *rep = gq_sim_report_json(s), *teams;
   const json_t *gpu_s = json_object_get(rep, "team_gpu_seconds");
   double span = (double)(gq_clock_now_ms() - r->t0_vms) / 1000.0;
   size_t completed = 0;
-  const char *team;
-  json_t *v;
 
   for (size_t i = 0; i < r->n_jobs; i++)
     completed += r->jobs[i].ended && !r->jobs[i].failed;
-  json_object_foreach(r->teams, team, v)
-    json_object_set_new(teams, team, team_stats(r, team, gpu_s));
+  teams = teams_json(r, rep, gpu_s);
   json_object_set_new(rep, "jobs_submitted", json_integer((json_int_t)r->submitted));
   json_object_set_new(rep, "jobs_completed", json_integer((json_int_t)completed));
   json_object_set_new(rep, "jobs_failed",
@@ -682,6 +759,11 @@ static void print_summary(const json_t *rep)
   printf("GPU utilization %.1f%%, GPU-seconds lost to preemption %.0f\n",
          100 * json_real_value(json_object_get(rep, "gpu_utilization")),
          json_real_value(json_object_get(rep, "gpu_seconds_lost")));
+  printf("GPU-hours allocated %.1f, used %.1f, idle %.1f (under %g%%)\n",
+         json_real_value(json_object_get(rep, "allocated_gpu_hours")),
+         json_real_value(json_object_get(rep, "used_gpu_hours")),
+         json_real_value(json_object_get(rep, "idle_gpu_hours")),
+         json_real_value(json_object_get(rep, "idle_threshold_pct")));
   printf("preemptions %lld, checkpoint resumes %lld, Jain's fairness %.3f\n",
          json_integer_value(json_object_get(rep, "preemptions")),
          json_integer_value(json_object_get(rep, "checkpoint_resumes")),
@@ -808,6 +890,28 @@ static void write_queue_times(const struct gq_sim_replay *r, const char *dir,
   free(q);
 }
 
+/* usage.dat: one row per sample: virtual hours, then the mean GPUs
+ * allocated to running pods and the mean GPUs they used (utilization x
+ * GPUs) since the previous sample (sample_usage()). */
+static void write_usage(const struct gq_sim_replay *r, const char *dir)
+{
+  const json_t *t = json_object_get(r->series, "t");
+  const json_t *alloc = json_object_get(r->series, "allocated_gpus");
+  const json_t *used = json_object_get(r->series, "used_gpus");
+  char path[1024];
+  FILE *f = series_file(dir, "usage.dat", path, sizeof(path));
+
+  if (!f)
+    return;
+  fprintf(f, "hours allocated_gpus used_gpus\n");
+  for (size_t i = 0; i < json_array_size(t); i++)
+    fprintf(f, "%.4f %.3f %.3f\n",
+            (double)json_integer_value(json_array_get(t, i)) / 3600.0,
+            json_real_value(json_array_get(alloc, i)),
+            json_real_value(json_array_get(used, i)));
+  close_series(f, path);
+}
+
 /* Writes the replay's plot data into dir (created if missing). */
 static void write_series(const struct gq_sim_replay *r, const char *dir)
 {
@@ -821,6 +925,7 @@ static void write_series(const struct gq_sim_replay *r, const char *dir)
   names = team_names(r, &n_teams);
   write_timeseries(r, dir, names, n_teams);
   write_queue_times(r, dir, names, n_teams);
+  write_usage(r, dir);
   free(names);
 }
 
@@ -943,9 +1048,10 @@ int gq_sim_replay_start(struct gq_sim *s, const struct gq_sim_replay_opts *o,
   r->index = json_object();
   r->teams = json_object();
   r->rejected = json_object();
-  r->series = json_pack("{s:[], s:[], s:[], s:{}}", "t", "busy_gpus",
-                        "running", "queued");
-  r->t0_vms = gq_clock_now_ms();
+  r->series = json_pack("{s:[], s:[], s:[], s:{}, s:[], s:[]}", "t",
+                        "busy_gpus", "running", "queued", "allocated_gpus",
+                        "used_gpus");
+  r->t0_vms = r->last_sample_vms = gq_clock_now_ms();
   s->engine->replay = r;
   replay_start_real_ms = gq_clock_mono_ms();
   if ((rc = parse_checkpoint(r, o->checkpoint, err, errlen)) != 0)

@@ -25,7 +25,13 @@ struct gq_sim_replay_opts {
   size_t n_hooks;
   int hold; /* --hold: the scenario's time 0 is POST /sim/v1/start, not the
                sim's start (its cluster and quotas exist from the start) */
+  double idle_share; /* --idle-share: the share (0..1) of trace jobs that
+                        are notebook-like (GQ_SIM_REPLAY_NOTEBOOK) */
 };
+
+/* The utilization timeline of a replay's notebook-like job (issue 22):
+ * busy for an hour, then idle for two, over and over. */
+#define GQ_SIM_REPLAY_NOTEBOOK "busy 0.85 for 1h, idle 0.02 for 2h"
 
 /* A scenario (--scenario FILE) is a small replay written out in full:
  *

@@ -26,7 +26,10 @@ struct gq_sim_replay {
   int64_t t0_vms, sample_vms;
   int64_t grace_s, interval_s, write_s; /* -1 grace: cannot checkpoint */
   int64_t total_gpus;
-  json_t *series;  /* {t: [], busy: [], running: [], queued: {team: []}} */
+  json_t *series;  /* {t: [], busy: [], running: [], queued: {team: []},
+                      allocated_gpus: [], used_gpus: []} */
+  double last_alloc_h, last_used_h; /* the report's totals at the last */
+  int64_t last_sample_vms;          /* sample, and its time */
   json_t *timeline; /* the --events file's events, by index */
   json_t *scenario; /* the scenario document, or NULL */
   int finished;

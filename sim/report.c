@@ -28,6 +28,7 @@ struct gq_sim_report {
   int64_t busy_gpus;     /* GPUs held by running pods now */
   int64_t busy_since_vms;
   double busy_gpu_s;
+  struct gq_sim_usage_ledger usage; /* allocated / used / idle per team */
 };
 
 void gq_sim_report_init(struct gq_sim *s)
@@ -44,6 +45,7 @@ void gq_sim_report_init(struct gq_sim *s)
   r->max_progress = json_object();
   r->team_gpu_s = json_object();
   r->busy_since_vms = gq_clock_now_ms();
+  gq_sim_usage_init(&r->usage);
   s->engine->report = r;
 }
 
@@ -62,6 +64,7 @@ void gq_sim_report_release(struct gq_sim *s)
   json_decref(r->preempted);
   json_decref(r->max_progress);
   json_decref(r->team_gpu_s);
+  gq_sim_usage_release(&r->usage);
   free(r);
   s->engine->report = NULL;
 }
@@ -146,14 +149,27 @@ void gq_sim_report_pod_started(struct gq_sim *s, const struct gq_sim_pod *p)
   gq_sim_replay_job_started(s, p);
 }
 
+/* Adds p's GPU usage from p->acct_vms to now to the ledger (exact from
+ * its utilization timeline) and moves p->acct_vms to now. */
+static void account_usage(struct gq_sim *s, struct gq_sim_pod *p)
+{
+  int64_t now = gq_clock_now_ms();
+
+  gq_sim_usage_add_run(&s->engine->report->usage, p->team, &p->util,
+                       p->whole_gpus, p->acct_vms - p->start_vms,
+                       now - p->start_vms, s->engine->idle_pct);
+  p->acct_vms = now;
+}
+
 /* A pod stopped running: its work and GPU time are accounted. */
-static void stopped(struct gq_sim *s, const struct gq_sim_pod *p)
+static void stopped(struct gq_sim *s, struct gq_sim_pod *p)
 {
   struct gq_sim_report *r = s->engine->report;
   double ran = (double)(gq_clock_now_ms() - p->start_vms) / 1000.0;
   double best;
 
   busy(r, -p->gpus);
+  account_usage(s, p);
   if (*p->team)
     json_object_set_new(r->team_gpu_s, p->team,
                         json_real(json_real_value(json_object_get(
@@ -167,7 +183,7 @@ static void stopped(struct gq_sim *s, const struct gq_sim_pod *p)
                         json_real(p->exit_progress_s));
 }
 
-void gq_sim_report_pod_stopped(struct gq_sim *s, const struct gq_sim_pod *p,
+void gq_sim_report_pod_stopped(struct gq_sim *s, struct gq_sim_pod *p,
                                int checkpointed, const char *reason)
 {
   struct gq_sim_report *r = s->engine->report;
@@ -189,12 +205,12 @@ void gq_sim_report_pod_stopped(struct gq_sim *s, const struct gq_sim_pod *p,
                                        r->by_reason, why)) + 1));
 }
 
-void gq_sim_report_pod_ended(struct gq_sim *s, const struct gq_sim_pod *p)
+void gq_sim_report_pod_ended(struct gq_sim *s, struct gq_sim_pod *p)
 {
   stopped(s, p);
 }
 
-void gq_sim_report_pod_gone(struct gq_sim *s, const struct gq_sim_pod *p)
+void gq_sim_report_pod_gone(struct gq_sim *s, struct gq_sim_pod *p)
 {
   if (p->running)
     stopped(s, p);
@@ -205,12 +221,49 @@ void gq_sim_report_tev(struct gq_sim *s, const struct gq_tev *t)
   gq_sim_replay_tev(s, t);
 }
 
+json_t *gq_sim_report_usage_json(const struct gq_sim_usage *u)
+{
+  return json_pack("{s:f, s:f, s:f}", "allocated_gpu_hours",
+                   u->alloc_s / 3600.0, "used_gpu_hours", u->used_s / 3600.0,
+                   "idle_gpu_hours", u->idle_s / 3600.0);
+}
+
+/* The usage figures of gq_sim_report_json(), added to rep: every running
+ * pod's usage is first counted up to now. */
+static void usage_json(struct gq_sim *s, json_t *rep)
+{
+  struct gq_sim_report *r = s->engine->report;
+  int64_t now = gq_clock_now_ms(), alloc = 0;
+  struct gq_sim_usage_team *t, *tmp;
+  struct gq_sim_pod *p, *ptmp;
+  json_t *teams = json_object();
+  double used = 0;
+
+  HASH_ITER(hh, s->engine->pods, p, ptmp) {
+    if (!p->running)
+      continue;
+    account_usage(s, p);
+    alloc += p->whole_gpus;
+    used += (double)p->whole_gpus *
+            gq_sim_gpuutil_at(&p->util, now - p->start_vms);
+  }
+  HASH_ITER(hh, r->usage.teams, t, tmp)
+    json_object_set_new(teams, t->team, gq_sim_report_usage_json(&t->u));
+  json_object_set_new(rep, "teams", teams);
+  json_object_update_missing_new(rep, gq_sim_report_usage_json(&r->usage.total));
+  json_object_set_new(rep, "allocated_gpus", json_integer(alloc));
+  json_object_set_new(rep, "used_gpus", json_real(used));
+  json_object_set_new(rep, "idle_threshold_pct",
+                      json_real(s->engine->idle_pct));
+}
+
 json_t *gq_sim_report_json(struct gq_sim *s)
 {
   struct gq_sim_report *r = s->engine->report;
+  json_t *rep;
 
   busy(r, 0);
-  return json_pack("{s:I, s:I, s:I, s:I, s:O, s:O, s:O, s:f, s:f, s:I, s:O, "
+  rep = json_pack("{s:I, s:I, s:I, s:I, s:O, s:O, s:O, s:f, s:f, s:I, s:O, "
                    "s:O, s:O}",
                    "invariant_violations", (json_int_t)r->violations,
                    "placement_misses", (json_int_t)r->misses, "preemptions",
@@ -222,4 +275,6 @@ json_t *gq_sim_report_json(struct gq_sim *s)
                    (json_int_t)r->busy_gpus, "team_gpu_seconds",
                    r->team_gpu_s, "pods_started_by_job", r->job_pods,
                    "preemptions_by_job", r->job_preempt);
+  usage_json(s, rep);
+  return rep;
 }

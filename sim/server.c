@@ -466,6 +466,7 @@ void gq_sim_stop(struct gq_sim *s)
   s->hclient = NULL;
   gq_httpd_close(s->httpd);
   s->httpd = NULL;
+  gq_sim_dcgm_stop(s);
   uv_close((uv_handle_t *)&s->pending_timer, NULL);
 }
 

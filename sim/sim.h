@@ -32,6 +32,10 @@
  *                virtual time is settled
  * The simulated cluster (engine.h):
  *   kubelet.c    the engine: scheduler and kubelets, timed work run
+ *   gpus.c       GPU indices, UUIDs, per-pod utilization, XID errors
+ *   gpuutil.c    the utilization annotation and its integral (gpuutil.h)
+ *   usage.c      allocated / used / idle GPU-seconds per team (usage.h)
+ *   dcgm.c       a dcgm-exporter /metrics for every node's GPUs
  *   timers.c     the timed-work heap on one uv timer, in virtual time
  *   nodeops.c    node events: cordon, drain, device-plugin loss, NotReady
  *   checker.c    DESIGN §4's invariants and placement misses
@@ -197,6 +201,7 @@ struct gq_sim {
   int exit_code;                /* set by a finished replay */
   void (*finish_cb)(struct gq_sim *s); /* a replay ended */
   struct gq_httpd *httpd;
+  struct gq_httpd *dcgm;        /* --dcgm-listen, or NULL (dcgm.c) */
   struct gq_sim_opts opts;
   struct gq_sim_kind *kinds;
   struct gq_sim_owner *owners; /* uthash by uid (store.c) */

@@ -148,12 +148,66 @@ static void test_human_duration_bad_args(void **state)
   assert_int_equal(buf[0], 'x');
 }
 
+static const struct {
+  const char *in;
+  int want_rc;
+  int64_t want_ms;
+} parse_cases[] = {
+    {"90s", 0, 90 * S},
+    {"30m", 0, 30 * MIN},
+    {"2h", 0, 2 * H},
+    {"1h30m", 0, 90 * MIN},
+    {"1.5h", 0, 90 * MIN},
+    {".5s", 0, 500},
+    {"250ms", 0, 250},
+    {"1m1ms", 0, MIN + 1},
+    {"7d", 0, 7 * D},
+    {"0s", 0, 0},
+    {"1.15s", 0, 1150},
+    {"36500d", 0, 100 * Y},
+    {"36501d", GQ_EOVERFLOW, 0},
+    {"99999999999999999999999h", GQ_EOVERFLOW, 0},
+    {"", GQ_EPARSE, 0},
+    {"90", GQ_EPARSE, 0},
+    {"s", GQ_EPARSE, 0},
+    {"1h 30m", GQ_EPARSE, 0},
+    {" 1h", GQ_EPARSE, 0},
+    {"-1h", GQ_EPARSE, 0},
+    {"+1h", GQ_EPARSE, 0},
+    {"1e3s", GQ_EPARSE, 0},
+    {"1w", GQ_EPARSE, 0},
+    {"1.h", 0, H},
+    {".h", GQ_EPARSE, 0},
+    {"infs", GQ_EPARSE, 0},
+    {"1hx", GQ_EPARSE, 0},
+};
+
+static void test_duration_parse(void **state)
+{
+  (void)state;
+  for (size_t i = 0; i < sizeof(parse_cases) / sizeof(parse_cases[0]); i++) {
+    int64_t ms = -7;
+    int rc = gq_duration_parse(parse_cases[i].in, &ms);
+
+    if (rc != parse_cases[i].want_rc)
+      fail_msg("'%s': rc %d, want %d", parse_cases[i].in, rc,
+               parse_cases[i].want_rc);
+    if (rc == 0 && ms != parse_cases[i].want_ms)
+      fail_msg("'%s': %lld ms, want %lld", parse_cases[i].in, (long long)ms,
+               (long long)parse_cases[i].want_ms);
+    if (rc != 0 && ms != -7)
+      fail_msg("'%s': *ms changed on error", parse_cases[i].in);
+  }
+  assert_int_equal(gq_duration_parse(NULL, NULL), GQ_EPARSE);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_human_duration_table),
       cmocka_unit_test(test_human_duration_buffer_size),
       cmocka_unit_test(test_human_duration_bad_args),
+      cmocka_unit_test(test_duration_parse),
   };
 
   return cmocka_run_group_tests(tests, NULL, NULL);
