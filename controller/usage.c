@@ -567,6 +567,7 @@ static void xid_answer(int rc, const struct gq_prom_vector *v,
     gq_informer_foreach(c->inf_nodes, adopt_taint, c);
     c->health_adopted = 1;
   }
+  GQ_LOG(GQ_DEBUG, &lc, "%zu GPUs report XID errors", v->n);
   for (size_t i = 0; i < v->n; i++)
     xid_seen(c, &v->v[i], now);
   heal(c, now);

@@ -79,6 +79,21 @@ static int ready(const struct gq_test_prom *p)
   return st == 200;
 }
 
+static int scraped_all(const struct gq_test_prom *p,
+                       const char *const *targets)
+{
+  char q[64];
+  size_t n = 0;
+
+  while (targets && targets[n])
+    n++;
+  if (!n)
+    return 1;
+  snprintf(q, sizeof(q), "count(up == 1) == %zu", n);
+  /* Prometheus discovers static targets a few seconds after it is ready */
+  return gq_test_prom_wait(p, q, 30000);
+}
+
 int gq_test_prom_start_port(struct gq_test_prom *p, int port,
                             const char *const *targets, int scrape_ms)
 {
@@ -102,7 +117,7 @@ int gq_test_prom_start_port(struct gq_test_prom *p, int port,
   for (int i = 0; p->pid > 0 && i < 600; i++) {
     int status;
 
-    if (ready(p))
+    if (ready(p) && scraped_all(p, targets))
       return 0;
     if (waitpid(p->pid, &status, WNOHANG) == p->pid) {
       p->pid = 0;

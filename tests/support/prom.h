@@ -17,7 +17,8 @@ struct gq_test_prom {
 
 /* Starts prometheus scraping targets (NULL-terminated "host:port" list,
  * path /metrics, one job "gpuq-test") every scrape_ms, and waits (up to
- * 30 s) for /-/ready. Returns 0, or -1 with a message on stderr (the
+ * 30 s) for /-/ready, then (up to 30 s more) until every target has been
+ * scraped (discovery takes Prometheus a few seconds). Returns 0, or -1 with a message on stderr (the
  * binary missing: run 'make deps'; not ready in time: its log). */
 int gq_test_prom_start(struct gq_test_prom *p, const char *const *targets,
                        int scrape_ms);
