@@ -35,19 +35,7 @@ static struct gq_test_sim sim;
 #define DAY_MS (24 * HOUR_MS)
 #define PRICES "/api/v1/namespaces/gpuq-system/configmaps"
 
-#define PLUGIN(o, want, ...)                                                 \
-  do {                                                                       \
-    gq_test_kubectl_plugin(&sim, (o), __VA_ARGS__, NULL);                    \
-    if ((o)->status != (want))                                               \
-      fail_msg("kubectl exit %d (want %d)\nstdout: %s\nstderr: %s",          \
-               (o)->status, (want), (o)->out, (o)->err);                     \
-  } while (0)
-
-static void assert_has(const char *text, const char *needle)
-{
-  if (!strstr(text, needle))
-    fail_msg("missing '%s' in:\n%s", needle, text);
-}
+#define PLUGIN(o, want, ...) GQ_TEST_PLUGIN(&sim, (o), (want), __VA_ARGS__)
 
 static void post(const char *path, const char *body)
 {
@@ -164,16 +152,6 @@ static int teardown(void **state)
   return gq_test_sim_stop(&sim) != 0 ? -1 : 0;
 }
 
-static json_t *parse(const char *text)
-{
-  json_error_t e;
-  json_t *doc = json_loads(text, 0, &e);
-
-  if (!doc)
-    fail_msg("not JSON (%s):\n%s", e.text, text);
-  return doc;
-}
-
 /* Runs `kubectl gpuq usage -o json <args>` and returns the document. */
 static json_t *usage_json(const char *a1, const char *a2, const char *a3,
                           const char *a4)
@@ -183,7 +161,7 @@ static json_t *usage_json(const char *a1, const char *a2, const char *a3,
 
   /* the first NULL ends kubectl's argument list */
   PLUGIN(&o, 0, "gpuq", "usage", "-o", "json", a1, a2, a3, a4);
-  doc = parse(o.out);
+  doc = gq_test_parse_json(o.out);
   assert_string_equal(json_string_value(json_object_get(doc, "kind")),
                       "Usage");
   gq_test_out_free(&o);
@@ -253,13 +231,16 @@ static void test_by_team(void **state)
   json_decref(doc);
 
   PLUGIN(&o, 0, "gpuq", "usage");
-  assert_has(o.out, "TEAM     JOBS   ALLOCATED(GPU-h)   USED(GPU-h)   "
-                    "IDLE(GPU-h)   EFFICIENCY   QUEUE-P50   QUEUE-P95   "
-                    "COST(USD)\n");
-  assert_has(o.out, "team-a   3      11.0               7.5           1.5"
-                    "           68%          2m          10m         -\n");
-  assert_has(o.out, "team-b   2      4.0                0.4           3.0"
-                    "           10%          30s         30s         -\n");
+  gq_test_assert_has(o.out,
+                     "TEAM     JOBS   ALLOCATED(GPU-h)   USED(GPU-h)   "
+                     "IDLE(GPU-h)   EFFICIENCY   QUEUE-P50   QUEUE-P95   "
+                     "COST(USD)\n");
+  gq_test_assert_has(o.out,
+                     "team-a   3      11.0               7.5           1.5"
+                     "           68%          2m          10m         -\n");
+  gq_test_assert_has(o.out,
+                     "team-b   2      4.0                0.4           3.0"
+                     "           10%          30s         30s         -\n");
   assert_string_equal(o.err, "");
   gq_test_out_free(&o);
 }
@@ -301,10 +282,12 @@ static void test_by_namespace_and_job(void **state)
   json_decref(doc);
 
   PLUGIN(&o, 0, "gpuq", "usage", "--by", "job");
-  assert_has(o.out, "NAMESPACE   JOB   TEAM     FLAVOR                  "
-                    "ALLOCATED(GPU-h)");
-  assert_has(o.out, "team-b      a3    team-a   " A100 "   1.0");
-  assert_has(o.out, "team-b      q1    team-b   -                       0.0");
+  gq_test_assert_has(o.out,
+                     "NAMESPACE   JOB   TEAM     FLAVOR                  "
+                     "ALLOCATED(GPU-h)");
+  gq_test_assert_has(o.out, "team-b      a3    team-a   " A100 "   1.0");
+  gq_test_assert_has(o.out,
+                     "team-b      q1    team-b   -                       0.0");
   assert_null(strstr(o.out, "JOBS"));
   gq_test_out_free(&o);
 }
@@ -347,10 +330,11 @@ static void test_prices(void **state)
   post(PRICES, "{\"metadata\":{\"name\":\"gpuq-prices\"},\"data\":{\""
                H100 "\":\"2.50\"}}");
   PLUGIN(&o, 0, "gpuq", "usage", "-o", "json");
-  assert_has(o.err, "warning: 1.0 allocated GPU-hours have no price and are "
-                    "not in COST (GPU product " A100 "); set it in ConfigMap "
-                    "gpuq-system/gpuq-prices or with --price " A100 "=USD");
-  doc = parse(o.out);
+  gq_test_assert_has(o.err,
+                     "warning: 1.0 allocated GPU-hours have no price and are "
+                     "not in COST (GPU product " A100 "); set it in ConfigMap "
+                     "gpuq-system/gpuq-prices or with --price " A100 "=USD");
+  doc = gq_test_parse_json(o.out);
   want_num(item(doc, "team", "team-a"), "cost", 25.0); /* 10 H100-h */
   want_num(item(doc, "team", "team-b"), "cost", 10.0);
   json_decref(doc);
@@ -358,7 +342,7 @@ static void test_prices(void **state)
 
   PLUGIN(&o, 0, "gpuq", "usage", "--price", A100 "=1.2", "-o", "json");
   assert_string_equal(o.err, "");
-  doc = parse(o.out);
+  doc = gq_test_parse_json(o.out);
   want_num(item(doc, "team", "team-a"), "cost", 26.2);
   json_decref(doc);
   gq_test_out_free(&o);
@@ -369,18 +353,19 @@ static void test_prices(void **state)
   json_decref(doc);
 
   PLUGIN(&o, 0, "gpuq", "usage", "--by", "job", "--price", A100 "=1.2");
-  assert_has(o.out, "team-b      a3    team-a   " A100 "   1.0");
-  assert_has(o.out, "1.20\n");
-  assert_has(o.out, "team-b      b1    team-b   " H100 "   4.0");
-  assert_has(o.out, "10.00\n");
+  gq_test_assert_has(o.out, "team-b      a3    team-a   " A100 "   1.0");
+  gq_test_assert_has(o.out, "1.20\n");
+  gq_test_assert_has(o.out, "team-b      b1    team-b   " H100 "   4.0");
+  gq_test_assert_has(o.out, "10.00\n");
   gq_test_out_free(&o);
 
   merge_patch(PRICES "/gpuq-prices",
               json_pack("{s:{s:s}}", "data", A100, "cheap"));
   PLUGIN(&o, 1, "gpuq", "usage");
-  assert_has(o.err, "error: ConfigMap gpuq-system/gpuq-prices: data[\"" A100
-                    "\"]: must be USD per GPU-hour (a number >= 0), got "
-                    "\"cheap\" (override it with --price " A100 "=USD)");
+  gq_test_assert_has(o.err,
+                     "error: ConfigMap gpuq-system/gpuq-prices: data[\"" A100
+                     "\"]: must be USD per GPU-hour (a number >= 0), got "
+                     "\"cheap\" (override it with --price " A100 "=USD)");
   gq_test_out_free(&o);
   doc = usage_json("--price", A100 "=1", NULL, NULL);
   want_num(item(doc, "team", "team-a"), "cost", 26.0);
@@ -393,28 +378,31 @@ static void test_errors(void **state)
 
   (void)state;
   PLUGIN(&o, 2, "gpuq", "usage", "--by", "x");
-  assert_has(o.err, "error: --by: must be team, namespace or job, got \"x\"");
+  gq_test_assert_has(o.err,
+                     "error: --by: must be team, namespace or job, got \"x\"");
   gq_test_out_free(&o);
   PLUGIN(&o, 2, "gpuq", "usage", "--since=3w");
-  assert_has(o.err, "error: --since: must be a duration such as 7d, 36h or "
-                    "1h30m (units d, h, m, s), got \"3w\"");
+  gq_test_assert_has(o.err,
+                     "error: --since: must be a duration such as 7d, 36h or "
+                     "1h30m (units d, h, m, s), got \"3w\"");
   gq_test_out_free(&o);
   PLUGIN(&o, 2, "gpuq", "usage", "--price", "H100");
-  assert_has(o.err, "error: --price: must be PRODUCT=USD (USD per GPU-hour "
-                    "of a GPU product, a number >= 0), got \"H100\"");
+  gq_test_assert_has(o.err,
+                     "error: --price: must be PRODUCT=USD (USD per GPU-hour "
+                     "of a GPU product, a number >= 0), got \"H100\"");
   gq_test_out_free(&o);
   PLUGIN(&o, 2, "gpuq", "usage", "--price", H100 "=-1");
-  assert_has(o.err, "got \"" H100 "=-1\"");
+  gq_test_assert_has(o.err, "got \"" H100 "=-1\"");
   gq_test_out_free(&o);
   PLUGIN(&o, 2, "gpuq", "usage", "--since");
-  assert_has(o.err, "flag needs an argument: '--since'");
+  gq_test_assert_has(o.err, "flag needs an argument: '--since'");
   gq_test_out_free(&o);
   PLUGIN(&o, 2, "gpuq", "top", "--by", "team");
-  assert_has(o.err, "unknown flag: --by for 'gpuq top'");
+  gq_test_assert_has(o.err, "unknown flag: --by for 'gpuq top'");
   gq_test_out_free(&o);
   PLUGIN(&o, 0, "gpuq", "--help");
-  assert_has(o.out, "usage [--since D] [--by team|namespace|job]");
-  assert_has(o.out, "top [-n NS | -A]");
+  gq_test_assert_has(o.out, "usage [--since D] [--by team|namespace|job]");
+  gq_test_assert_has(o.out, "top [-n NS | -A]");
   gq_test_out_free(&o);
 }
 
@@ -428,19 +416,21 @@ static void test_top(void **state)
 
   (void)state;
   PLUGIN(&o, 0, "gpuq", "top", "-A");
-  assert_has(o.out, "NAMESPACE   NAME   TEAM     GPUS   UTIL        IDLE");
-  assert_has(o.out, "team-b      a3     team-a   4      <unknown>   -");
-  assert_has(o.out, "team-b      b1     team-b   4      2%          True (");
-  assert_has(o.out, "gpu-h100-00,gpu-h100-01");
+  gq_test_assert_has(o.out,
+                     "NAMESPACE   NAME   TEAM     GPUS   UTIL        IDLE");
+  gq_test_assert_has(o.out, "team-b      a3     team-a   4      <unknown>   -");
+  gq_test_assert_has(o.out,
+                     "team-b      b1     team-b   4      2%          True (");
+  gq_test_assert_has(o.out, "gpu-h100-00,gpu-h100-01");
   assert_null(strstr(o.out, "q1"));
   assert_null(strstr(o.out, " a1 ")); /* done */
   gq_test_out_free(&o);
   PLUGIN(&o, 0, "gpuq", "top", "-n", "team-a");
-  assert_has(o.err, "No resources found");
+  gq_test_assert_has(o.err, "No resources found");
   gq_test_out_free(&o);
   PLUGIN(&o, 0, "gpuq", "top", "-n", "team-b", "--team", "team-b", "-o",
          "json");
-  doc = parse(o.out);
+  doc = gq_test_parse_json(o.out);
   assert_string_equal(json_string_value(json_object_get(doc, "kind")),
                       "GpuJobTop");
   assert_int_equal(json_array_size(json_object_get(doc, "items")), 1);
@@ -452,7 +442,7 @@ static void test_top(void **state)
                       "GpuIdle");
   /* an hour and more on the sim's clock, not "<invalid>" from the real
    * clock that runs days behind it */
-  assert_has(json_string_value(json_object_get(it, "idle")), "True (");
+  gq_test_assert_has(json_string_value(json_object_get(it, "idle")), "True (");
   assert_null(strstr(json_string_value(json_object_get(it, "idle")),
                      "invalid"));
   assert_null(strstr(json_string_value(json_object_get(it, "age")),
