@@ -66,7 +66,9 @@ struct gq_usage_report {
                                 a job), for the warning; NULL if none */
 };
 
+/* Makes *p an empty price list (caller-owned struct, nothing allocated). */
 void gq_usage_prices_init(struct gq_usage_prices *p);
+/* Frees p's entries and leaves it empty, as after gq_usage_prices_init(). */
 void gq_usage_prices_release(struct gq_usage_prices *p);
 
 /* Sets product's price to usd (replacing an earlier one: set the
@@ -135,6 +137,8 @@ void gq_usage_group(const struct gq_usage_job *jobs, size_t n,
                     enum gq_usage_by by, const struct gq_usage_prices *p,
                     struct gq_usage_report *r);
 
+/* Frees r's rows (not the jobs' strings, which r only borrowed) and leaves
+ * it empty. */
 void gq_usage_report_release(struct gq_usage_report *r);
 
 #endif
