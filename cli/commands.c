@@ -4,7 +4,6 @@
 #include "api/gpujob.h"
 #include "api/teamquota.h"
 #include "base/alloc.h"
-#include "base/clock.h"
 #include "base/err.h"
 #include "cli/cluster.h"
 #include "cli/jget.h"
@@ -112,7 +111,7 @@ int gq_cli_queue(int argc, char **argv)
   json_t *list, *rows, *it, **v;
   char path[512];
   size_t i, n = 0;
-  int64_t now = gq_clock_real_ms();
+  int64_t now;
 
   if (gq_cli_parse(argc, argv, "queue", GQ_CLI_NS | GQ_CLI_TEAM, 0, &o))
     return 2;
@@ -126,6 +125,7 @@ int gq_cli_queue(int argc, char **argv)
     gq_cli_close(&c);
     return 1;
   }
+  now = gq_cli_now_ms(&c); /* ETA and AGE on the timestamps' clock */
   v = gq_xcalloc(json_array_size(json_object_get(list, "items")) + 1,
                  sizeof(*v));
   json_array_foreach(json_object_get(list, "items"), i, it) {

@@ -38,7 +38,9 @@ int gq_cli_top(int argc, char **argv);
  * without status.estimatedStartTime, "now" when it has passed, else the
  * time left in kubectl's HumanDuration form, "5m30s"),
  * estimatedStartTime, age (since metadata.creationTimestamp), reason and
- * message. now_ms: Unix milliseconds. Returns a new object. */
+ * message. now_ms: Unix milliseconds (`queue` passes gq_cli_now_ms(): the
+ * sim's virtual clock against an accelerated gpuq-sim). Returns a new
+ * object. */
 json_t *gq_cli_queue_row(const json_t *job, int64_t now_ms);
 
 /* Fills *j from one GpuJob document (borrowed; j's strings point into it):

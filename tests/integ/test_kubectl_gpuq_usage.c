@@ -5,7 +5,8 @@
  * subresource with known numbers, then checks the table and -o json sums
  * per team, namespace and job, --since, prices from ConfigMap
  * gpuq-system/gpuq-prices and from --price, the errors that name a flag
- * and its value, and the running jobs `top` shows.
+ * and its value, the running jobs `top` shows, and `queue`'s ages on the
+ * sim's clock.
  *
  * The sim runs at 100x with its epoch 3000 s in the past, so its timestamps
  * are about 3.4 days ahead of the real clock: a --since window measured on
@@ -452,6 +453,24 @@ static void test_top(void **state)
   gq_test_out_free(&o);
 }
 
+/* `queue` ages on the sim's clock too: q1 was created seconds ago in
+ * virtual time, days ahead of the real clock ("<invalid>" on that). */
+static void test_queue_age(void **state)
+{
+  struct gq_test_out o;
+  json_t *doc;
+  const char *age;
+
+  (void)state;
+  PLUGIN(&o, 0, "gpuq", "queue", "-n", "team-b", "-o", "json");
+  doc = gq_test_parse_json(o.out);
+  age = json_string_value(json_object_get(item(doc, "name", "q1"), "age"));
+  if (!age || strstr(age, "invalid") || strchr(age, 'd'))
+    fail_msg("q1's age: %s", age ? age : "(none)");
+  json_decref(doc);
+  gq_test_out_free(&o);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -460,6 +479,7 @@ int main(void)
       cmocka_unit_test(test_since),
       cmocka_unit_test(test_errors),
       cmocka_unit_test(test_top),
+      cmocka_unit_test(test_queue_age),
       cmocka_unit_test(test_prices), /* last: it creates the ConfigMap */
   };
 
