@@ -4,68 +4,17 @@
 #include "api/gpujob.h"
 #include "api/teamquota.h"
 #include "base/alloc.h"
-#include "base/clock.h"
 #include "base/err.h"
 #include "cli/cluster.h"
+#include "cli/jget.h"
 #include "cli/kube.h"
 #include "cli/table.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define JOBS_PATH "/apis/" GQ_API_VERSION
-/* obj.k1.k2... (NULL-terminated keys); borrowed, NULL if absent. */
-static const json_t *jget(const json_t *obj, ...)
-{
-  va_list ap;
-  const char *k;
-
-  va_start(ap, obj);
-  while (obj && (k = va_arg(ap, const char *)) != NULL)
-    obj = json_object_get(obj, k);
-  va_end(ap);
-  return obj && !json_is_null(obj) ? obj : NULL;
-}
-
-static const char *jstr(const json_t *v)
-{
-  return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
-/* Connects, or prints the error; returns 0 or 1. */
-static int connect_or_fail(struct gq_cli_conn *c, const struct gq_cli_opts *o)
-{
-  char err[1024];
-
-  if (gq_cli_connect(c, o, err, sizeof(err)) == 0)
-    return 0;
-  fprintf(stderr, "error: %s\n", err);
-  return 1;
-}
-
-/* GET (list when list is set) or print the error; *out NULL on error. */
-static int get_or_fail(struct gq_cli_conn *c, const char *path, int list,
-                       json_t **out)
-{
-  char err[1024];
-  int rc = gq_cli_get(c, path, list, out, err, sizeof(err));
-
-  if (rc != 0)
-    fprintf(stderr, "error: %s (GET %s: %s)\n", err, path, gq_strerror(rc));
-  return rc;
-}
-
-static int64_t time_ms(const json_t *v)
-{
-  int64_t ms = 0;
-
-  if (!jstr(v) || gq_time_parse(jstr(v), &ms) != 0)
-    return 0;
-  return ms;
-}
-
 /* --- queue ------------------------------------------------------------ */
 
 static int waiting(const char *phase)
@@ -78,7 +27,7 @@ static int waiting(const char *phase)
  * malformed object must not crash the plugin). */
 static const char *member(const json_t *row, const char *k)
 {
-  const char *v = jstr(jget(row, k, NULL));
+  const char *v = gq_cli_jstr(gq_cli_jget(row, k, NULL));
 
   return v ? v : "";
 }
@@ -92,8 +41,8 @@ static int cmp_queue(const void *a, const void *b)
 
   if (c)
     return c;
-  px = json_integer_value(jget(x, "position", NULL));
-  py = json_integer_value(jget(y, "position", NULL));
+  px = json_integer_value(gq_cli_jget(x, "position", NULL));
+  py = json_integer_value(gq_cli_jget(y, "position", NULL));
   if ((px > 0) != (py > 0))
     return px > 0 ? -1 : 1;
   if (px != py)
@@ -104,18 +53,19 @@ static int cmp_queue(const void *a, const void *b)
 
 json_t *gq_cli_queue_row(const json_t *job, int64_t now_ms)
 {
-  const json_t *st = jget(job, "status", NULL);
-  const json_t *spec = jget(job, "spec", NULL);
-  const json_t *meta = jget(job, "metadata", NULL);
-  const char *phase = jstr(jget(st, "phase", NULL));
-  const char *kind = jstr(jget(spec, "workload", "kind", NULL));
-  const char *wname = jstr(jget(spec, "workload", "name", NULL));
-  int64_t eta = time_ms(jget(st, "estimatedStartTime", NULL));
+  const json_t *st = gq_cli_jget(job, "status", NULL);
+  const json_t *spec = gq_cli_jget(job, "spec", NULL);
+  const json_t *meta = gq_cli_jget(job, "metadata", NULL);
+  const char *phase = gq_cli_jstr(gq_cli_jget(st, "phase", NULL));
+  const char *kind = gq_cli_jstr(gq_cli_jget(spec, "workload", "kind", NULL));
+  const char *wname = gq_cli_jstr(gq_cli_jget(spec, "workload", "name", NULL));
+  int64_t eta = gq_cli_time_ms(gq_cli_jget(st, "estimatedStartTime", NULL));
   char age[32], etab[32];
   json_t *row;
 
-  gq_cli_age(now_ms, time_ms(jget(meta, "creationTimestamp", NULL)), age,
-             sizeof(age));
+  gq_cli_age(now_ms,
+             gq_cli_time_ms(gq_cli_jget(meta, "creationTimestamp", NULL)),
+             age, sizeof(age));
   if (!eta)
     snprintf(etab, sizeof(etab), "-");
   else if (eta <= now_ms)
@@ -125,23 +75,25 @@ json_t *gq_cli_queue_row(const json_t *job, int64_t now_ms)
   /* a stand-in shows the workload it queues (docs/integrations.md) */
   row = json_pack("{s:s?,s:s?,s:s,s:s?,s:s?,s:O?,s:O?,s:s,s:O?,s:s,s:s?,s:s,"
                   "s:s?,s:s?}",
-                  "namespace", jstr(jget(meta, "namespace", NULL)),
-                  "name", kind && wname ? wname
-                                        : jstr(jget(meta, "name", NULL)),
+                  "namespace",
+                  gq_cli_jstr(gq_cli_jget(meta, "namespace", NULL)),
+                  "name", kind && wname
+                              ? wname
+                              : gq_cli_jstr(gq_cli_jget(meta, "name", NULL)),
                   "kind", kind && wname ? kind : "GpuJob",
-                  "gpujob", jstr(jget(meta, "name", NULL)),
-                  "team", jstr(jget(spec, "team", NULL)),
-                  "priority", jget(spec, "priority", NULL),
-                  "gpus", jget(st, "gpus", NULL),
+                  "gpujob", gq_cli_jstr(gq_cli_jget(meta, "name", NULL)),
+                  "team", gq_cli_jstr(gq_cli_jget(spec, "team", NULL)),
+                  "priority", gq_cli_jget(spec, "priority", NULL),
+                  "gpus", gq_cli_jget(st, "gpus", NULL),
                   "phase", phase ? phase : "Pending",
-                  "position", jget(st, "queuePosition", NULL),
+                  "position", gq_cli_jget(st, "queuePosition", NULL),
                   "eta", etab,
                   "estimatedStartTime",
-                  jstr(jget(st, "estimatedStartTime", NULL)),
+                  gq_cli_jstr(gq_cli_jget(st, "estimatedStartTime", NULL)),
                   "age", age,
-                  "reason", jstr(jget(st, "reason", NULL)),
-                  "message", jstr(jget(st, "message", NULL)));
-  if (!jget(row, "priority", NULL)) /* spec.priority defaults to 0 */
+                  "reason", gq_cli_jstr(gq_cli_jget(st, "reason", NULL)),
+                  "message", gq_cli_jstr(gq_cli_jget(st, "message", NULL)));
+  if (!gq_cli_jget(row, "priority", NULL)) /* spec.priority defaults to 0 */
     json_object_set_new(row, "priority", json_integer(0));
   return row;
 }
@@ -159,26 +111,27 @@ int gq_cli_queue(int argc, char **argv)
   json_t *list, *rows, *it, **v;
   char path[512];
   size_t i, n = 0;
-  int64_t now = gq_clock_real_ms();
+  int64_t now;
 
   if (gq_cli_parse(argc, argv, "queue", GQ_CLI_NS | GQ_CLI_TEAM, 0, &o))
     return 2;
-  if (connect_or_fail(&c, &o))
+  if (gq_cli_open(&c, &o))
     return 1;
   if (o.all_ns)
     snprintf(path, sizeof(path), JOBS_PATH "/gpujobs");
   else
     snprintf(path, sizeof(path), JOBS_PATH "/namespaces/%s/gpujobs", c.ns);
-  if (get_or_fail(&c, path, 1, &list)) {
+  if (gq_cli_fetch(&c, path, 1, &list)) {
     gq_cli_close(&c);
     return 1;
   }
+  now = gq_cli_now_ms(&c); /* ETA and AGE on the timestamps' clock */
   v = gq_xcalloc(json_array_size(json_object_get(list, "items")) + 1,
                  sizeof(*v));
   json_array_foreach(json_object_get(list, "items"), i, it) {
-    const char *team = jstr(jget(it, "spec", "team", NULL));
+    const char *team = gq_cli_jstr(gq_cli_jget(it, "spec", "team", NULL));
 
-    if (!waiting(jstr(jget(it, "status", "phase", NULL))) ||
+    if (!waiting(gq_cli_jstr(gq_cli_jget(it, "status", "phase", NULL))) ||
         (o.team && (!team || strcmp(team, o.team))))
       continue;
     v[n++] = gq_cli_queue_row(it, now);
@@ -206,9 +159,9 @@ static const json_t *flavor_status(const json_t *tq, const char *flavor,
   const json_t *it;
   size_t i;
 
-  json_array_foreach(jget(tq, "status", "flavors", NULL), i, it) {
-    const char *f = jstr(jget(it, "flavor", NULL));
-    const char *r = jstr(jget(it, "resource", NULL));
+  json_array_foreach(gq_cli_jget(tq, "status", "flavors", NULL), i, it) {
+    const char *f = gq_cli_jstr(gq_cli_jget(it, "flavor", NULL));
+    const char *r = gq_cli_jstr(gq_cli_jget(it, "resource", NULL));
 
     if (f && r && !strcmp(f, flavor) && !strcmp(r, resource))
       return it;
@@ -233,11 +186,11 @@ int gq_cli_teams(int argc, char **argv)
     json_decref(rows);
     return 2;
   }
-  if (connect_or_fail(&c, &o)) {
+  if (gq_cli_open(&c, &o)) {
     json_decref(rows);
     return 1;
   }
-  if (get_or_fail(&c, JOBS_PATH "/teamquotas", 1, &list)) {
+  if (gq_cli_fetch(&c, JOBS_PATH "/teamquotas", 1, &list)) {
     gq_cli_close(&c);
     json_decref(rows);
     return 1;
@@ -245,11 +198,12 @@ int gq_cli_teams(int argc, char **argv)
   json_array_foreach(json_object_get(list, "items"), i, it) {
     struct gq_teamquota q;
 
-    if (o.team && strcmp(o.team, jstr(jget(it, "metadata", "name", NULL))))
+    if (o.team && strcmp(o.team, gq_cli_jstr(gq_cli_jget(it, "metadata",
+                                                         "name", NULL))))
       continue;
     if (gq_teamquota_decode(it, &q, err, sizeof(err)) != 0) {
       fprintf(stderr, "warning: TeamQuota %s is invalid: %s\n",
-              jstr(jget(it, "metadata", "name", NULL)), err);
+              gq_cli_jstr(gq_cli_jget(it, "metadata", "name", NULL)), err);
       continue;
     }
     for (size_t k = 0; k < q.n_res; k++) {
@@ -260,11 +214,11 @@ int gq_cli_teams(int argc, char **argv)
           "{s:s,s:s?,s:s,s:s,s:I,s:O?,s:O?,s:O?,s:O?,s:O?}",
           "team", q.meta.name, "cohort", q.cohort, "flavor", r->flavor,
           "resource", r->resource, "nominal", (json_int_t)r->nominal,
-          "used", jget(fs, "used", NULL),
-          "borrowed", jget(fs, "borrowed", NULL),
-          "lent", jget(fs, "lent", NULL),
-          "pending", jget(fs, "pending", NULL),
-          "pendingJobs", jget(it, "status", "pendingJobs", NULL)));
+          "used", gq_cli_jget(fs, "used", NULL),
+          "borrowed", gq_cli_jget(fs, "borrowed", NULL),
+          "lent", gq_cli_jget(fs, "lent", NULL),
+          "pending", gq_cli_jget(fs, "pending", NULL),
+          "pendingJobs", gq_cli_jget(it, "status", "pendingJobs", NULL)));
     }
     gq_teamquota_release(&q);
   }
@@ -282,9 +236,9 @@ static int load_cluster(struct gq_cli_conn *c, struct gq_cli_cluster *cl)
 {
   json_t *nodes, *pods;
 
-  if (get_or_fail(c, "/api/v1/nodes", 1, &nodes))
+  if (gq_cli_fetch(c, "/api/v1/nodes", 1, &nodes))
     return 1;
-  if (get_or_fail(c, "/api/v1/pods", 1, &pods)) {
+  if (gq_cli_fetch(c, "/api/v1/pods", 1, &pods)) {
     json_decref(nodes);
     return 1;
   }
@@ -312,7 +266,7 @@ int gq_cli_nodes(int argc, char **argv)
 
   if (gq_cli_parse(argc, argv, "nodes", 0, 0, &o))
     return 2;
-  if (connect_or_fail(&c, &o))
+  if (gq_cli_open(&c, &o))
     return 1;
   if (load_cluster(&c, &cl)) {
     gq_cli_close(&c);
@@ -352,8 +306,8 @@ int gq_cli_nodes(int argc, char **argv)
 static void print_why(const json_t *job, const struct gq_gpujob *j,
                       const json_t *verdict)
 {
-  const json_t *st = jget(job, "status", NULL), *it;
-  const char *phase = jstr(jget(st, "phase", NULL));
+  const json_t *st = gq_cli_jget(job, "status", NULL), *it;
+  const char *phase = gq_cli_jstr(gq_cli_jget(st, "phase", NULL));
   size_t i;
 
   printf("GpuJob %s/%s: %s, %d x %d %s, team %s\n", j->meta.ns, j->meta.name,
@@ -361,20 +315,22 @@ static void print_why(const json_t *job, const struct gq_gpujob *j,
          (int)j->gpus_per_replica, j->gpu_resource, j->team);
   if (member(st, "reason")[0])
     printf("Reason:   %s: %s\n", member(st, "reason"), member(st, "message"));
-  if (jget(st, "queuePosition", NULL))
+  if (gq_cli_jget(st, "queuePosition", NULL))
     printf("Position: %lld in team %s\n",
-           (long long)json_integer_value(jget(st, "queuePosition", NULL)),
+           (long long)json_integer_value(gq_cli_jget(st, "queuePosition",
+                                                     NULL)),
            j->team);
   if (member(st, "estimatedStartTime")[0])
     printf("ETA:      %s\n", member(st, "estimatedStartTime"));
   if (member(verdict, "quota")[0])
     printf("Quota:    %s\n", member(verdict, "quota"));
   printf("Nodes:    %lld of %zu fit one replica now\n",
-         (long long)json_integer_value(jget(verdict, "fitNodes", NULL)),
-         json_array_size(jget(verdict, "items", NULL)));
-  json_array_foreach(jget(verdict, "items", NULL), i, it)
+         (long long)json_integer_value(gq_cli_jget(verdict, "fitNodes", NULL)),
+         json_array_size(gq_cli_jget(verdict, "items", NULL)));
+  json_array_foreach(gq_cli_jget(verdict, "items", NULL), i, it)
     printf("  %-28s %-13s %s\n", member(it, "node"),
-           json_is_true(jget(it, "fits", NULL)) ? "fits" : member(it, "reason"),
+           json_is_true(gq_cli_jget(it, "fits", NULL)) ? "fits"
+                                                       : member(it, "reason"),
            member(it, "message"));
 }
 
@@ -409,10 +365,12 @@ static int stand_in_of(struct gq_cli_conn *c, const char *arg, char *out,
   }
   snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", c->ns,
            slash + 1);
-  if (get_or_fail(c, path, 0, &pod))
+  if (gq_cli_fetch(c, path, 0, &pod))
     return 1;
-  grp = jstr(jget(pod, "metadata", "labels", GQ_LBL_POD_GROUP, NULL));
-  m = jstr(jget(pod, "metadata", "annotations", GQ_ANN_MANAGED, NULL));
+  grp = gq_cli_jstr(gq_cli_jget(pod, "metadata", "labels", GQ_LBL_POD_GROUP,
+                                NULL));
+  m = gq_cli_jstr(gq_cli_jget(pod, "metadata", "annotations", GQ_ANN_MANAGED,
+                              NULL));
   if (!m || strcmp(m, "true")) {
     fprintf(stderr, "pod %s/%s is not queued by gpuq (no %s annotation: "
             "its namespace is not a team's, or it requests no GPUs)\n",
@@ -444,13 +402,13 @@ int gq_cli_why(int argc, char **argv)
             "[-n NAMESPACE]\n");
     return 2;
   }
-  if (connect_or_fail(&c, &o))
+  if (gq_cli_open(&c, &o))
     return 1;
   if (stand_in_of(&c, o.args[0], name, sizeof(name)) != 0)
     goto out;
   snprintf(path, sizeof(path), JOBS_PATH "/namespaces/%s/gpujobs/%s", c.ns,
            name);
-  if (get_or_fail(&c, path, 0, &job))
+  if (gq_cli_fetch(&c, path, 0, &job))
     goto out;
   if (gq_gpujob_decode(job, &j, err, sizeof(err)) != 0) {
     printf("GpuJob %s/%s is invalid and will not run: %s\n", c.ns, o.args[0],

@@ -1,6 +1,7 @@
 /* cli/kube.c - kubectl's flags and a blocking connection (see kube.h). */
 #include "cli/kube.h"
 
+#include "base/clock.h"
 #include "base/err.h"
 
 #include <stdio.h>
@@ -49,6 +50,22 @@ int gq_cli_parse(int argc, char **argv, const char *cmd, unsigned allowed,
     else if ((allowed & GQ_CLI_TEAM) &&
              flag_value(argc, argv, &i, NULL, "--team", &o->team))
       v = o->team;
+    else if ((allowed & GQ_CLI_USAGE) &&
+             flag_value(argc, argv, &i, NULL, "--since", &o->since))
+      v = o->since;
+    else if ((allowed & GQ_CLI_USAGE) &&
+             flag_value(argc, argv, &i, NULL, "--by", &o->by))
+      v = o->by;
+    else if ((allowed & GQ_CLI_USAGE) &&
+             flag_value(argc, argv, &i, NULL, "--price", &v)) {
+      if (v && o->n_prices == GQ_CLI_MAX_PRICES) {
+        fprintf(stderr, "error: --price: at most %d prices, got \"%s\" "
+                "after them\n", GQ_CLI_MAX_PRICES, v);
+        return 2;
+      }
+      if (v)
+        o->prices[o->n_prices++] = v;
+    }
     else if (flag_value(argc, argv, &i, "-o", "--output", &out)) {
       if (!out || strcmp(out, "json") != 0) {
         fprintf(stderr, "error: unable to match a printer suitable for the "
@@ -174,4 +191,38 @@ void gq_cli_close(struct gq_cli_conn *c)
   uv_run(&c->loop, UV_RUN_DEFAULT);
   uv_loop_close(&c->loop);
   gq_kubeconfig_release(&c->cfg);
+}
+
+int gq_cli_open(struct gq_cli_conn *c, const struct gq_cli_opts *o)
+{
+  char err[1024];
+
+  if (gq_cli_connect(c, o, err, sizeof(err)) == 0)
+    return 0;
+  fprintf(stderr, "error: %s\n", err);
+  return 1;
+}
+
+int gq_cli_fetch(struct gq_cli_conn *c, const char *path, int list,
+                 json_t **out)
+{
+  char err[1024];
+  int rc = gq_cli_get(c, path, list, out, err, sizeof(err));
+
+  if (rc != 0)
+    fprintf(stderr, "error: %s (GET %s: %s)\n", err, path, gq_strerror(rc));
+  return rc;
+}
+
+int64_t gq_cli_now_ms(struct gq_cli_conn *c)
+{
+  char err[256];
+  json_t *clk = NULL;
+  int64_t now = gq_clock_real_ms();
+
+  if (gq_cli_get(c, "/sim/v1/clock", 0, &clk, err, sizeof(err)) == 0 &&
+      json_is_integer(json_object_get(clk, "nowMs")))
+    now = (int64_t)json_integer_value(json_object_get(clk, "nowMs"));
+  json_decref(clk);
+  return now;
 }

@@ -26,6 +26,15 @@ static void usage(FILE *f)
           "  why JOB [-n NS]    why a GpuJob is pending: the controller's\n"
           "                     reason and, per node, the first constraint\n"
           "                     that fails\n"
+          "  usage [--since D] [--by team|namespace|job] [--price P=USD]\n"
+          "                     per team (namespace, job): allocated, used\n"
+          "                     and idle GPU-hours, efficiency, queue time\n"
+          "                     p50/p95 and cost, from the GpuJobs' status;\n"
+          "                     prices per GPU-hour from ConfigMap\n"
+          "                     gpuq-system/gpuq-prices, --price overrides\n"
+          "  top [-n NS | -A] [--team T]\n"
+          "                     running GpuJobs: GPUs, utilization, Idle\n"
+          "                     condition, nodes\n"
           "  validate -f PATH   check GpuJob and TeamQuota manifests (a file\n"
           "                     or a directory) with the controller's own\n"
           "                     validation, before kubectl apply\n"
@@ -79,6 +88,10 @@ int main(int argc, char **argv)
     return gq_cli_nodes(argc - 2, argv + 2);
   if (strcmp(argv[1], "why") == 0)
     return gq_cli_why(argc - 2, argv + 2);
+  if (strcmp(argv[1], "usage") == 0)
+    return gq_cli_usage(argc - 2, argv + 2);
+  if (strcmp(argv[1], "top") == 0)
+    return gq_cli_top(argc - 2, argv + 2);
   fprintf(stderr, "error: unknown command '%s'\n\n", argv[1]);
   usage(stderr);
   return 2;

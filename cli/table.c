@@ -29,7 +29,9 @@ void gq_cli_print(FILE *f, const char *kind, const json_t *rows,
   if (json) {
     json_t *doc = json_pack("{s:s,s:O}", "kind", kind, "items", rows);
 
-    json_dumpf(doc, f, JSON_INDENT(4) | JSON_PRESERVE_ORDER);
+    /* 15 digits: a rounded 1.235 prints as 1.235, not 1.2350000000000001 */
+    json_dumpf(doc, f, JSON_INDENT(4) | JSON_PRESERVE_ORDER |
+                           JSON_REAL_PRECISION(15));
     fputc('\n', f);
     json_decref(doc);
     free(w);

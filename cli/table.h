@@ -19,7 +19,8 @@ struct gq_cli_col {
 };
 
 /* Prints rows (borrowed array of objects) with columns cols[0..n-1] to f,
- * or the JSON document when json is set. A member that is absent or null
+ * or the JSON document when json is set (reals with 15 significant
+ * digits). A member that is absent or null
  * prints "-"; integers print in decimal, reals with %g. No rows: prints
  * "No resources found" (kubectl's words) to stderr instead of a table. */
 void gq_cli_print(FILE *f, const char *kind, const json_t *rows,

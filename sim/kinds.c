@@ -87,6 +87,10 @@ void gq_sim_kinds_init(struct gq_sim *s)
   set_short(k, "svc", NULL);
   k->has_status = 1;
   set_table(k, gq_tb_service_cols, gq_tb_service_cells);
+  /* stored as given (no status, no checks): `kubectl gpuq usage` reads
+   * its prices from ConfigMap gpuq-system/gpuq-prices */
+  k = add_kind(s, "", "v1", "configmaps", "configmap", "ConfigMap", 1);
+  set_short(k, "cm", NULL);
   k = add_kind(s, "", "v1", "events", "event", "Event", 1);
   set_short(k, "ev", NULL);
   set_table(k, gq_tb_event_cols, gq_tb_event_cells);

@@ -30,21 +30,7 @@ static struct gq_test_ctl ctl;
 #define GQ "/apis/gpuq.dev/v1alpha1"
 #define H100 "NVIDIA-H100-80GB-HBM3"
 
-/* Runs `kubectl <args>` as a plugin user and fails unless it exits with
- * want; the output stays in *o (free with gq_test_out_free). */
-#define PLUGIN(o, want, ...)                                                 \
-  do {                                                                       \
-    gq_test_kubectl_plugin(&sim, (o), __VA_ARGS__, NULL);                    \
-    if ((o)->status != (want))                                               \
-      fail_msg("kubectl exit %d (want %d)\nstdout: %s\nstderr: %s",          \
-               (o)->status, (want), (o)->out, (o)->err);                     \
-  } while (0)
-
-static void assert_has(const char *text, const char *needle)
-{
-  if (!strstr(text, needle))
-    fail_msg("missing '%s' in:\n%s", needle, text);
-}
+#define PLUGIN(o, want, ...) GQ_TEST_PLUGIN(&sim, (o), (want), __VA_ARGS__)
 
 static void post(const char *path, const char *body)
 {
@@ -142,16 +128,6 @@ static void assert_member(const json_t *r, const char *key, const char *want)
     fail_msg("want %s '%s', got '%s'", key, want, v ? v : "(none)");
 }
 
-static json_t *parse(const char *text)
-{
-  json_error_t e;
-  json_t *doc = json_loads(text, 0, &e);
-
-  if (!doc)
-    fail_msg("not JSON (%s):\n%s", e.text, text);
-  return doc;
-}
-
 /* Help, kubectl's flags given after the plugin name, and usage errors. */
 static void test_flags(void **state)
 {
@@ -160,35 +136,35 @@ static void test_flags(void **state)
 
   (void)state;
   PLUGIN(&o, 0, "gpuq", "--help");
-  assert_has(o.out, "queue [-n NS | -A] [--team T]");
-  assert_has(o.out, "why JOB");
+  gq_test_assert_has(o.out, "queue [-n NS | -A] [--team T]");
+  gq_test_assert_has(o.out, "why JOB");
   gq_test_out_free(&o);
   PLUGIN(&o, 2, "gpuq", "queue", "--bogus");
-  assert_has(o.err, "unknown flag: --bogus");
+  gq_test_assert_has(o.err, "unknown flag: --bogus");
   gq_test_out_free(&o);
   PLUGIN(&o, 2, "gpuq", "nodes", "-o", "yaml");
-  assert_has(o.err, "\"yaml\"");
+  gq_test_assert_has(o.err, "\"yaml\"");
   gq_test_out_free(&o);
   PLUGIN(&o, 2, "gpuq", "queue", "-n");
-  assert_has(o.err, "flag needs an argument: '-n'");
+  gq_test_assert_has(o.err, "flag needs an argument: '-n'");
   gq_test_out_free(&o);
   PLUGIN(&o, 1, "gpuq", "nodes", "--context", "prod");
-  assert_has(o.err, "context \"prod\" not found (contexts: gpuq-sim)");
+  gq_test_assert_has(o.err, "context \"prod\" not found (contexts: gpuq-sim)");
   gq_test_out_free(&o);
   PLUGIN(&o, 0, "gpuq", "nodes", "--context=gpuq-sim");
-  assert_has(o.out, "gpu-h100-00");
+  gq_test_assert_has(o.out, "gpu-h100-00");
   gq_test_out_free(&o);
   /* --kubeconfig wins over KUBECONFIG: a missing file fails... */
   PLUGIN(&o, 1, "gpuq", "nodes", "--kubeconfig", "/nonexistent/kc");
-  assert_has(o.err, "/nonexistent/kc");
+  gq_test_assert_has(o.err, "/nonexistent/kc");
   gq_test_out_free(&o);
   /* ...and the right one, as --kubeconfig=PATH, works */
   snprintf(kc, sizeof(kc), "--kubeconfig=%s", sim.kubeconfig);
   PLUGIN(&o, 0, "gpuq", "teams", kc);
-  assert_has(o.out, "team-a");
+  gq_test_assert_has(o.out, "team-a");
   gq_test_out_free(&o);
   PLUGIN(&o, 1, "gpuq", "why", "nosuch", "-n", "team-a");
-  assert_has(o.err, "\"nosuch\" not found");
+  gq_test_assert_has(o.err, "\"nosuch\" not found");
   gq_test_out_free(&o);
 }
 
@@ -202,15 +178,15 @@ static void test_nodes(void **state)
 
   (void)state;
   PLUGIN(&o, 0, "gpuq", "nodes");
-  assert_has(o.out, "NAME");
-  assert_has(o.out, "FREE");
-  assert_has(o.out, "nvidia.com/mig-3g.40gb");
+  gq_test_assert_has(o.out, "NAME");
+  gq_test_assert_has(o.out, "FREE");
+  gq_test_assert_has(o.out, "nvidia.com/mig-3g.40gb");
   gq_test_out_free(&o);
   gq_test_kubectl(&sim, &o, NULL, "cordon", "gpu-t4-01", NULL);
   assert_int_equal(o.status, 0);
   gq_test_out_free(&o);
   PLUGIN(&o, 0, "gpuq", "nodes", "-o", "json");
-  doc = parse(o.out);
+  doc = gq_test_parse_json(o.out);
   r = item(doc, "name", "gpu-t4-01", NULL, NULL);
   assert_non_null(r);
   assert_member(r, "status", "Ready,SchedulingDisabled");
@@ -252,8 +228,8 @@ static void test_queue_and_teams(void **state)
   assert_true(wait_job("team-a", "q1", "status.reason", "WaitingForQuota"));
 
   PLUGIN(&o, 0, "gpuq", "queue", "-n", "team-a");
-  assert_has(o.out, "POSITION");
-  assert_has(o.out, "WaitingForQuota");
+  gq_test_assert_has(o.out, "POSITION");
+  gq_test_assert_has(o.out, "WaitingForQuota");
   assert_null(strstr(o.out, "NAMESPACE")); /* only with -A, as kubectl */
   assert_null(strstr(o.out, "run1"));      /* running: not in the queue */
   q1 = strstr(o.out, "q1 ");
@@ -264,7 +240,7 @@ static void test_queue_and_teams(void **state)
   gq_test_out_free(&o);
 
   PLUGIN(&o, 0, "gpuq", "queue", "-A", "--team", "team-a", "-o", "json");
-  doc = parse(o.out);
+  doc = gq_test_parse_json(o.out);
   assert_string_equal(json_string_value(json_object_get(doc, "kind")),
                       "GpuJobQueue");
   assert_int_equal(json_array_size(json_object_get(doc, "items")), 2);
@@ -275,7 +251,7 @@ static void test_queue_and_teams(void **state)
   json_decref(doc);
   gq_test_out_free(&o);
   PLUGIN(&o, 0, "gpuq", "queue", "-A", "--team", "team-b");
-  assert_has(o.err, "No resources found");
+  gq_test_assert_has(o.err, "No resources found");
   gq_test_out_free(&o);
 
   assert_true(gq_test_wait_field(&sim, GQ "/teamquotas/team-a",
@@ -283,11 +259,11 @@ static void test_queue_and_teams(void **state)
   assert_true(gq_test_wait_field(&sim, GQ "/teamquotas/team-a",
                                  "status.pendingJobs", "2", WAIT_MS));
   PLUGIN(&o, 0, "gpuq", "teams");
-  assert_has(o.out, "BORROWED");
-  assert_has(o.out, H100);
+  gq_test_assert_has(o.out, "BORROWED");
+  gq_test_assert_has(o.out, H100);
   gq_test_out_free(&o);
   PLUGIN(&o, 0, "gpuq", "teams", "--team", "team-a", "-o", "json");
-  doc = parse(o.out);
+  doc = gq_test_parse_json(o.out);
   assert_int_equal(json_array_size(json_object_get(doc, "items")), 1);
   r = item(doc, "team", "team-a", "flavor", H100);
   assert_non_null(r);
@@ -313,15 +289,17 @@ static void test_why(void **state)
 
   (void)state;
   PLUGIN(&o, 0, "gpuq", "why", "q1", "-n", "team-a");
-  assert_has(o.out, "GpuJob team-a/q1: Queued, 1 x 8 nvidia.com/gpu");
-  assert_has(o.out, "Reason:   WaitingForQuota");
-  assert_has(o.out, "Position: 1 in team team-a");
-  assert_has(o.out, "GPUs          Insufficient nvidia.com/gpu (requested 8, "
-                    "free 0 of 8)");
-  assert_has(o.out, "gpu-a100-00                  GpuProduct    node(s) had "
-                    "GPU product NVIDIA-A100-SXM4-80GB not in "
-                    "spec.gpu.products");
-  assert_has(o.out, "gpu-t4-00                    Taint");
+  gq_test_assert_has(o.out, "GpuJob team-a/q1: Queued, 1 x 8 nvidia.com/gpu");
+  gq_test_assert_has(o.out, "Reason:   WaitingForQuota");
+  gq_test_assert_has(o.out, "Position: 1 in team team-a");
+  gq_test_assert_has(o.out,
+                     "GPUs          Insufficient nvidia.com/gpu (requested 8, "
+                     "free 0 of 8)");
+  gq_test_assert_has(o.out,
+                     "gpu-a100-00                  GpuProduct    node(s) had "
+                     "GPU product NVIDIA-A100-SXM4-80GB not in "
+                     "spec.gpu.products");
+  gq_test_assert_has(o.out, "gpu-t4-00                    Taint");
   gq_test_out_free(&o);
 
   gq_test_kubectl(&sim, &o, NULL, "cordon", "gpu-a100-03", NULL);
@@ -329,7 +307,7 @@ static void test_why(void **state)
   job("team-b", "wide", 4, "\"minMemoryMiB\":81600");
   assert_true(wait_job("team-b", "wide", "status.phase", "Queued"));
   PLUGIN(&o, 0, "gpuq", "why", "wide", "--namespace=team-b", "-o", "json");
-  doc = parse(o.out);
+  doc = gq_test_parse_json(o.out);
   assert_int_equal(json_integer_value(json_object_get(doc, "fitNodes")), 0);
   r = item(doc, "node", "gpu-h100-02", NULL, NULL);
   assert_member(r, "reason", "GpuMemory");
@@ -359,12 +337,13 @@ static void test_why(void **state)
        "\"spec\":{\"team\":\"team-a\",\"gpusPerReplica\":1,\"template\":"
        "{\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}");
   PLUGIN(&o, 0, "gpuq", "why", "ghost", "-n", "team-b");
-  assert_has(o.out, "Quota:    no TeamQuota ghosts: the job waits with "
-                    "UnknownTeam");
+  gq_test_assert_has(o.out, "Quota:    no TeamQuota ghosts: the job waits with "
+                            "UnknownTeam");
   gq_test_out_free(&o);
   PLUGIN(&o, 0, "gpuq", "why", "stray", "-n", "team-b");
-  assert_has(o.out, "Quota:    TeamQuota team-a does not list namespace "
-                    "team-b");
+  gq_test_assert_has(o.out,
+                     "Quota:    TeamQuota team-a does not list namespace "
+                     "team-b");
   gq_test_out_free(&o);
 }
 
@@ -425,7 +404,7 @@ static int free_agree(json_t **doc, char *diff, size_t len)
   int same = 1;
 
   PLUGIN(&o, 0, "gpuq", "nodes", "-o", "json");
-  *doc = parse(o.out);
+  *doc = gq_test_parse_json(o.out);
   gq_test_out_free(&o);
   json_array_foreach(json_object_get(*doc, "items"), i, r) {
     const char *res = json_string_value(json_object_get(r, "resource"));

@@ -572,3 +572,19 @@ int gq_test_wait_field(const struct gq_test_sim *s, const char *obj,
   return 0;
 }
 
+
+void gq_test_assert_has(const char *text, const char *needle)
+{
+  if (!text || !strstr(text, needle))
+    fail_msg("missing '%s' in:\n%s", needle, text ? text : "(null)");
+}
+
+json_t *gq_test_parse_json(const char *text)
+{
+  json_error_t e;
+  json_t *doc = json_loads(text, 0, &e);
+
+  if (!doc)
+    fail_msg("not JSON (%s):\n%s", e.text, text);
+  return doc;
+}

@@ -56,6 +56,24 @@ void gq_test_out_free(struct gq_test_out *o);
 int gq_test_kubectl_plugin(const struct gq_test_sim *s, struct gq_test_out *o,
                            ...);
 
+/* gq_test_kubectl_plugin(sim, o, args...) that fails the running cmocka
+ * test, showing both outputs, unless kubectl exits with want; the output
+ * stays in *o (free with gq_test_out_free()). */
+#define GQ_TEST_PLUGIN(sim, o, want, ...)                                    \
+  do {                                                                       \
+    gq_test_kubectl_plugin((sim), (o), __VA_ARGS__, NULL);                   \
+    if ((o)->status != (want))                                               \
+      fail_msg("kubectl exit %d (want %d)\nstdout: %s\nstderr: %s",          \
+               (o)->status, (want), (o)->out, (o)->err);                     \
+  } while (0)
+
+/* Fails the running cmocka test unless text contains needle. */
+void gq_test_assert_has(const char *text, const char *needle);
+
+/* Decodes text as one JSON document, or fails the running cmocka test
+ * showing it. Returns a new reference. */
+json_t *gq_test_parse_json(const char *text);
+
 /* Runs argv (NULL-terminated; argv[0] looked up on PATH) with empty stdin,
  * its scratch files in dir (an existing directory), 60 s cap. Returns the
  * exit status (-1 if it did not end); output in *o. */
