@@ -249,9 +249,12 @@ static int usage_flags(const struct gq_cli_opts *o, int64_t *since_ms,
 
   *since_ms = 0;
   *by = GQ_USAGE_BY_TEAM;
-  if (o->since && gq_usage_parse_since(o->since, since_ms) != 0) {
+  /* base/duration.h: Go's ParseDuration units plus d (usage is read by
+   * the week); a zero window would count nothing */
+  if (o->since &&
+      (gq_duration_parse(o->since, since_ms) != 0 || *since_ms <= 0)) {
     fprintf(stderr, "error: --since: must be a duration such as 7d, 36h or "
-            "1h30m (units d, h, m, s), got \"%s\"\n", o->since);
+            "1h30m (units d, h, m, s, ms), got \"%s\"\n", o->since);
     return 2;
   }
   if (o->by && gq_usage_parse_by(o->by, by) != 0) {

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #define HOUR_S 3600
-#define SINCE_MAX_MS (100LL * 365 * 86400 * 1000)
 
 void gq_usage_prices_init(struct gq_usage_prices *p)
 {
@@ -81,44 +80,6 @@ int gq_usage_parse_price(const char *arg, char *product, size_t len,
     return GQ_EINVAL;
   memcpy(product, arg, (size_t)(eq - arg));
   product[eq - arg] = '\0';
-  return 0;
-}
-
-int gq_usage_parse_since(const char *s, int64_t *ms)
-{
-  static const struct {
-    char unit;
-    int64_t ms;
-  } units[] = {{'d', 86400000}, {'h', 3600000}, {'m', 60000}, {'s', 1000}};
-  size_t next = 0; /* units must come in order, each once */
-  int64_t total = 0;
-
-  if (!s || !*s)
-    return GQ_EINVAL;
-  while (*s) {
-    int64_t n = 0;
-    size_t u;
-
-    if (*s < '0' || *s > '9')
-      return GQ_EINVAL;
-    while (*s >= '0' && *s <= '9') {
-      n = n * 10 + (*s++ - '0');
-      if (n > SINCE_MAX_MS)
-        return GQ_EINVAL;
-    }
-    for (u = next; u < 4 && units[u].unit != *s; u++)
-      ;
-    if (u == 4 || n > SINCE_MAX_MS / units[u].ms)
-      return GQ_EINVAL;
-    total += n * units[u].ms;
-    if (total > SINCE_MAX_MS)
-      return GQ_EINVAL;
-    next = u + 1;
-    s++;
-  }
-  if (total == 0)
-    return GQ_EINVAL;
-  *ms = total;
   return 0;
 }
 

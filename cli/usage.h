@@ -91,12 +91,6 @@ int gq_usage_parse_usd(const char *s, double *usd);
 int gq_usage_parse_price(const char *arg, char *product, size_t len,
                          double *usd);
 
-/* Parses --since: one or more <number><unit> parts, units d (24 h), h, m,
- * s, each at most once and in that order ("7d", "36h", "1h30m", "90s";
- * kubectl's --since has no days, gpuq's does because usage is read by the
- * week). Returns 0 and *ms (> 0), or GQ_EINVAL (empty, zero, unknown unit,
- * overflow past 100 years). */
-int gq_usage_parse_since(const char *s, int64_t *ms);
 
 /* Parses --by: "team", "namespace" or "job". Returns 0 or GQ_EINVAL. */
 int gq_usage_parse_by(const char *s, enum gq_usage_by *by);

@@ -656,7 +656,8 @@ static void test_promtool_metrics(void **state)
 static int registered(const char *name)
 {
   static const char *const files[] = {"controller/ctl.c",
-                                      "controller/disrupt.c", NULL};
+                                      "controller/disrupt.c",
+                                      "controller/usage.c", NULL};
   char quoted[160];
   int found = 0;
 
@@ -668,24 +669,6 @@ static int registered(const char *name)
     free(src);
   }
   return found;
-}
-
-/* Issue 22's metrics, which the dashboard and the idle alert use and the
- * controller's part of the issue adds (/tmp/c22 contract, branch main):
- * accepted while the controller does not register them, with a note.
- * Remove this list once that part is merged. */
-static int pending_issue22(const char *name)
-{
-  static const char *const names[] = {"gpuq_used_gpu_seconds_total",
-                                      "gpuq_idle_allocated_gpus", NULL};
-
-  for (size_t i = 0; names[i]; i++)
-    if (!strcmp(name, names[i])) {
-      print_message("note: %s is not registered by the controller yet "
-                    "(issue 22)\n", name);
-      return 1;
-    }
-  return 0;
 }
 
 /* Every gpuq_* name in text must be a family (# TYPE) on /metrics, or one
@@ -714,7 +697,7 @@ static int check_names(const char *text, const char *where)
     snprintf(want, sizeof(want), "# TYPE %s ", name);
     if (strstr(metrics, want))
       n++;
-    else if (!registered(name) && !pending_issue22(name))
+    else if (!registered(name))
       fail_msg("%s uses %s, which the controller does not export", where,
                name);
   }

@@ -385,7 +385,7 @@ static void test_errors(void **state)
   PLUGIN(&o, 2, "gpuq", "usage", "--since=3w");
   gq_test_assert_has(o.err,
                      "error: --since: must be a duration such as 7d, 36h or "
-                     "1h30m (units d, h, m, s), got \"3w\"");
+                     "1h30m (units d, h, m, s, ms), got \"3w\"");
   gq_test_out_free(&o);
   PLUGIN(&o, 2, "gpuq", "usage", "--price", "H100");
   gq_test_assert_has(o.err,

@@ -25,35 +25,6 @@
 #define A100 "NVIDIA-A100-SXM4-80GB"
 #define DAY_MS 86400000LL
 
-static void test_parse_since(void **state)
-{
-  static const struct {
-    const char *in;
-    int64_t want_ms; /* 0: rejected */
-  } cases[] = {
-      {"7d", 7 * DAY_MS},     {"36h", 36 * 3600000LL},
-      {"1h30m", 5400000},     {"90s", 90000},
-      {"1d12h", 36 * 3600000LL}, {"2d3h4m5s", 2 * DAY_MS + 3 * 3600000LL +
-                                                  4 * 60000 + 5000},
-      {"", 0},                {"7", 0},              {"7w", 0},
-      {"h", 0},               {"0s", 0},             {"1m1h", 0},
-      {"1h1h", 0},            {"-1h", 0},            {"1.5h", 0},
-      {"36501d", 0},          {"99999999999999999999d", 0},
-      {" 7d", 0},
-  };
-
-  (void)state;
-  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-    int64_t ms = -1;
-    int rc = gq_usage_parse_since(cases[i].in, &ms);
-
-    if (cases[i].want_ms == 0 ? rc != GQ_EINVAL
-                              : rc != 0 || ms != cases[i].want_ms)
-      fail_msg("'%s': rc %d ms %lld, want %lld", cases[i].in, rc,
-               (long long)ms, (long long)cases[i].want_ms);
-  }
-}
-
 static void test_parse_by_and_price(void **state)
 {
   enum gq_usage_by by;
@@ -409,7 +380,6 @@ static void test_parse_usage_flags(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_parse_since),
       cmocka_unit_test(test_parse_by_and_price),
       cmocka_unit_test(test_prices),
       cmocka_unit_test(test_window),
