@@ -282,6 +282,36 @@ static void expect_bad_annotation_event(void)
   json_decref(list);
 }
 
+/* Prometheus' own parser on a scrape, when promtool (Debian: prometheus)
+ * is installed. Its lint finds only what dcgm-exporter itself does: the
+ * camelCase labels UUID, modelName and Hostname (exit 3); a text it cannot
+ * parse exits 1. */
+static void expect_promtool_parses(const char *text)
+{
+  char path[400];
+  const char *argv[] = {"sh", "-c",
+                        "command -v promtool >/dev/null || exit 77; "
+                        "promtool check metrics <\"$0\"", path, NULL};
+  struct gq_test_out o;
+  int rc;
+
+  snprintf(path, sizeof(path), "%s/metrics.txt", sim.dir);
+  assert_int_equal(gq_test_write_file(path, text, strlen(text)), 0);
+  rc = gq_test_run(sim.dir, argv, &o);
+  if (rc != 0 && rc != 3 && rc != 77)
+    fail_msg("promtool check metrics: exit %d: %s%s", rc, o.out, o.err);
+  for (const char *l = o.err; rc == 3 && *l;) { /* one finding a line */
+    const char *eol = strchr(l, '\n');
+    const char *hit = strstr(l, "label names should be written in "
+                                "'snake_case' not 'camelCase'");
+
+    if (!hit || (eol && hit > eol))
+      fail_msg("promtool check metrics: %s", l);
+    l = eol ? eol + 1 : l + strlen(l);
+  }
+  gq_test_out_free(&o);
+}
+
 /* The first scrape, with nb in its busy phase: names, labels, indices,
  * values. */
 static void expect_first_scrape(const char *m)
@@ -289,6 +319,7 @@ static void expect_first_scrape(const char *m)
   char line[1200];
 
   expect_families(m);
+  expect_promtool_parses(m);
   expect_pod_labels(m, 0, "nb");
   expect_pod_labels(m, 1, "nb");
   expect_pod_labels(m, 2, "steady");
