@@ -1,8 +1,9 @@
 # demo/plots.gp - the demo's plots, SVG, from the data files gpuq-sim
 # writes at the end of a replay (gpuq-sim --series DIR: utilization.dat,
-# queued.dat, queue_times.dat). Run as
+# queued.dat, queue_times.dat, usage.dat). Run as
 #   gnuplot -e "data='DIR'; gpus=320; marks='20 drain;22 device plugin lost'" demo/plots.gp
-# and writes queue_depth.svg, gpu_utilization.svg and queue_times.svg there.
+# and writes queue_depth.svg, gpu_utilization.svg, allocated_vs_used.svg and
+# queue_times.svg there.
 # marks: "HOURS LABEL" pairs separated by ';' drawn as vertical lines
 # (the node events of the timeline); may be empty.
 
@@ -52,6 +53,17 @@ set yrange [0:105]
 set style fill solid 0.35 noborder
 plot data."/utilization.dat" using 1:3 with filledcurves x1 lc "#2a6fb0" notitle, \
      "" using 1:3 with lines lc "#1b4f80" lw 1.5 title "busy GPUs"
+
+# 2b. GPUs allocated to running pods against GPUs actually used (issue 22;
+# usage.dat: means over each sample interval, so the areas are the report's
+# allocated_gpu_hours and used_gpu_hours).
+set output data."/allocated_vs_used.svg"
+set title sprintf("GPUs allocated and used (%d GPUs)", gpus) textcolor "#222222"
+set ylabel "GPUs"
+set style fill solid 0.9 noborder
+set yrange [0:*]
+plot data."/usage.dat" using 1:2 with filledcurves x1 lc "#9ecae1" title "allocated", \
+     "" using 1:3 with filledcurves x1 lc "#2a6fb0" title "used (utilization x GPUs)"
 
 # 3. Queue time distribution per team (CDF, log scale).
 unset arrow

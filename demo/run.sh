@@ -16,6 +16,8 @@
 #   SPEED    virtual seconds per real second (default 2000)
 #   OUT      output folder (default out/demo)
 #   BUILD    build directory with the binaries (default build)
+#   IDLE_SHARE  share of the trace's jobs that are notebook-like, busy for
+#            an hour and idle for two (gpuq-sim --idle-share; default 0.2)
 # Exit status: 0 when every check passed, 1 when one failed, 130 on Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +28,7 @@ events=${EVENTS:-demo/events.yaml}
 speed=${SPEED:-2000}
 out=${OUT:-out/demo}
 build=${BUILD:-build}
+idle_share=${IDLE_SHARE:-0.2}
 
 for f in "$trace" "$cluster"; do
   [ -f "$f" ] || { echo "demo: no such file: $f" >&2; exit 1; }
@@ -56,7 +59,8 @@ echo "   trace: Microsoft Philly (CC BY 4.0; Jeon et al., USENIX ATC 2019; see t
 [ "$events" = none ] || echo "   node events: $events"
 
 STACK_SIM_ARGS=(--crds crds --cluster "$cluster" --trace "$trace"
-                --report "$out/report.json" --series "$out/data")
+                --report "$out/report.json" --series "$out/data"
+                --idle-share "$idle_share")
 [ "$events" = none ] || STACK_SIM_ARGS+=(--events "$events")
 stack_start "$work" "$build" "$speed"
 sim_pid=$STACK_SIM_PID
@@ -128,7 +132,7 @@ EOF
 fi
 gpus=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["gpus"])' "$out/report.json")
 gnuplot -e "data='$out/data'; gpus=$gpus; marks='$marks'" demo/plots.gp
-for f in queue_depth gpu_utilization queue_times; do
+for f in queue_depth gpu_utilization allocated_vs_used queue_times; do
   mv "$out/data/$f.svg" "$out/$f.svg"
   echo "  $out/$f.svg"
 done

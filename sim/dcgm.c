@@ -125,9 +125,15 @@ static void row_labels(struct row *w, const char *node, size_t i,
            ",container=\"%s\",namespace=\"%s\",pod=\"%s\"", ctr, ns, pod);
 }
 
+/* The rows of every GPU, grown by doubling (a realloc per node would copy
+ * the whole table 2,000 times on a large cluster). */
+struct rows {
+  struct row *v;
+  size_t n, cap;
+};
+
 /* Appends the rows of one node's GPUs (capacity nvidia.com/gpu). */
-static void node_rows(struct gq_sim_node *n, int64_t now, struct row **rows,
-                      size_t *nrows)
+static void node_rows(struct gq_sim_node *n, int64_t now, struct rows *rs)
 {
   int64_t cap = gq_sim_gpus_capacity(n);
   double mem = n->node.gpu_memory_mib > 0 ? (double)n->node.gpu_memory_mib : 0;
@@ -136,11 +142,14 @@ static void node_rows(struct gq_sim_node *n, int64_t now, struct row **rows,
 
   if (cap <= 0)
     return;
-  *rows = gq_xrealloc(*rows, (*nrows + (size_t)cap) * sizeof(**rows));
+  if (rs->n + (size_t)cap > rs->cap) {
+    rs->cap = 2 * (rs->n + (size_t)cap);
+    rs->v = gq_xrealloc(rs->v, rs->cap * sizeof(*rs->v));
+  }
   for (size_t i = 0; i < (size_t)cap; i++) {
     const struct gq_sim_gpu *g = i < n->n_gpus ? &n->gpus[i] : NULL;
     const struct gq_sim_pod *p = g ? g->pod : NULL;
-    struct row *w = &(*rows)[(*nrows)++];
+    struct row *w = &rs->v[rs->n++];
     double u = p ? gq_sim_gpuutil_at(&p->util, now - p->start_vms) : 0;
 
     row_labels(w, n->name, i, model, p);
@@ -200,8 +209,8 @@ static int sample(struct gq_buf *out, const struct family *f,
 int gq_sim_dcgm_render(struct gq_sim *s, int64_t now_vms, struct gq_buf *out)
 {
   json_t *nodes = gq_sim_list(gq_sim_kind_find(s, "", "v1", "nodes"), NULL);
-  struct row *rows = NULL;
-  size_t nrows = 0, i;
+  struct rows rs = {NULL, 0, 0};
+  size_t i;
   const json_t *it;
   int rc = 0;
 
@@ -209,17 +218,17 @@ int gq_sim_dcgm_render(struct gq_sim *s, int64_t now_vms, struct gq_buf *out)
     struct gq_sim_node *n = gq_sim_node_get(s->engine, gq_meta_str(it, "name"));
 
     if (n)
-      node_rows(n, now_vms, &rows, &nrows);
+      node_rows(n, now_vms, &rs);
   }
   json_decref(nodes);
   for (size_t f = 0; rc == 0 && f < sizeof(families) / sizeof(families[0]);
        f++) {
     rc = gq_buf_printf(out, "# HELP %s %s\n# TYPE %s gauge\n",
                        families[f].name, families[f].help, families[f].name);
-    for (size_t r = 0; rc == 0 && r < nrows; r++)
-      rc = sample(out, &families[f], &rows[r]);
+    for (size_t r = 0; rc == 0 && r < rs.n; r++)
+      rc = sample(out, &families[f], &rs.v[r]);
   }
-  free(rows);
+  free(rs.v);
   return rc;
 }
 

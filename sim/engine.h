@@ -10,6 +10,8 @@
  *              SIGTERM with the checkpoint contract (DESIGN §5)
  *   nodeops    cordon, drain, device-plugin loss, NotReady, taints, deletion
  *   checker    DESIGN §4's invariants and placement misses
+ *   gpus       GPU indices and UUIDs of running pods, their utilization
+ *              timelines, XID errors, and a dcgm-exporter (issue 22)
  *   replay     GpuJobs from a trace at their submit times, the report
  * Work is level-based: observed pods are marked dirty and reconciled from
  * the stored state on the next loop turn, a bounded number per turn.

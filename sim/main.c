@@ -121,6 +121,87 @@ static int parse_gpu_flag(const char *f, const char *v, struct args *a)
   return 1;
 }
 
+/* One flag f with its value v into a. Returns 0, or -1 after saying
+ * what is wrong. */
+static int parse_value_flag(const char *f, const char *v, struct args *a)
+{
+  char *end;
+  int rc;
+
+  if ((rc = parse_gpu_flag(f, v, a)) <= 0)
+    return rc;
+  if (!strcmp(f, "--listen")) {
+    if (parse_listen(v, a) != 0) {
+      fprintf(stderr, "gpuq-sim: --listen: want HOST:PORT, got '%s'\n", v);
+      return -1;
+    }
+  } else if (!strcmp(f, "--kubeconfig-out"))
+    a->kubeconfig = v;
+  else if (!strcmp(f, "--token"))
+    a->token = v;
+  else if (!strcmp(f, "--token-auth-file"))
+    a->token_auth_file = v;
+  else if (!strcmp(f, "--tls-cert"))
+    a->tls_cert = v;
+  else if (!strcmp(f, "--tls-key"))
+    a->tls_key = v;
+  else if (!strcmp(f, "--tls-ca"))
+    a->tls_ca = v;
+  else if (!strcmp(f, "--crds"))
+    a->crds = v;
+  else if (!strcmp(f, "--cluster"))
+    a->cluster = v;
+  else if (!strcmp(f, "--trace"))
+    a->replay.trace = v;
+  else if (!strcmp(f, "--quotas"))
+    a->replay.quotas = v;
+  else if (!strcmp(f, "--checkpoint"))
+    a->replay.checkpoint = v;
+  else if (!strcmp(f, "--events"))
+    a->replay.events = v;
+  else if (!strcmp(f, "--report"))
+    a->replay.report = v;
+  else if (!strcmp(f, "--series"))
+    a->replay.series = v;
+  else if (!strcmp(f, "--scenario"))
+    a->replay.scenario = v;
+  else if (!strcmp(f, "--hook")) {
+    if (a->replay.n_hooks == 16 || !strchr(v, '=')) {
+      fprintf(stderr, "gpuq-sim: --hook: want NAME=COMMAND (at most 16), "
+              "got '%s'\n", v);
+      return -1;
+    }
+    a->hooks[a->replay.n_hooks++] = v;
+    a->replay.hooks = a->hooks;
+  }
+  else if (!strcmp(f, "--time-scale"))
+    a->scale = v;
+  else if (!strcmp(f, "--time-epoch"))
+    a->epoch = v;
+  else if (!strcmp(f, "--log-level"))
+    a->log_level = v;
+  else if (!strcmp(f, "--bookmark-interval-ms")) {
+    a->bookmark_ms = strtol(v, &end, 10);
+    if (*end || a->bookmark_ms < 1) {
+      fprintf(stderr, "gpuq-sim: --bookmark-interval-ms: want a positive "
+              "integer, got '%s'\n", v);
+      return -1;
+    }
+  } else if (!strcmp(f, "--watch-window")) {
+    a->window = strtol(v, &end, 10);
+    if (*end || a->window < 1 || a->window > 10000000) {
+      fprintf(stderr, "gpuq-sim: --watch-window: want 1..10000000, got "
+              "'%s'\n", v);
+      return -1;
+    }
+  } else {
+    fprintf(stderr, "gpuq-sim: unknown flag '%s'\n", f);
+    usage(stderr);
+    return -1;
+  }
+  return 0;
+}
+
 static int parse_args(int argc, char **argv, struct args *a)
 {
   snprintf(a->host, sizeof(a->host), "127.0.0.1");
@@ -130,8 +211,6 @@ static int parse_args(int argc, char **argv, struct args *a)
   a->window = 100000;
   for (int i = 1; i < argc; i++) {
     const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    char *end;
-    int rc;
 
     if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
       usage(stdout);
@@ -152,78 +231,8 @@ static int parse_args(int argc, char **argv, struct args *a)
       return -1;
     }
     i++;
-    if ((rc = parse_gpu_flag(f, v, a)) <= 0) {
-      if (rc < 0)
-        return -1;
-    } else if (!strcmp(f, "--listen")) {
-      if (parse_listen(v, a) != 0) {
-        fprintf(stderr, "gpuq-sim: --listen: want HOST:PORT, got '%s'\n", v);
-        return -1;
-      }
-    } else if (!strcmp(f, "--kubeconfig-out"))
-      a->kubeconfig = v;
-    else if (!strcmp(f, "--token"))
-      a->token = v;
-    else if (!strcmp(f, "--token-auth-file"))
-      a->token_auth_file = v;
-    else if (!strcmp(f, "--tls-cert"))
-      a->tls_cert = v;
-    else if (!strcmp(f, "--tls-key"))
-      a->tls_key = v;
-    else if (!strcmp(f, "--tls-ca"))
-      a->tls_ca = v;
-    else if (!strcmp(f, "--crds"))
-      a->crds = v;
-    else if (!strcmp(f, "--cluster"))
-      a->cluster = v;
-    else if (!strcmp(f, "--trace"))
-      a->replay.trace = v;
-    else if (!strcmp(f, "--quotas"))
-      a->replay.quotas = v;
-    else if (!strcmp(f, "--checkpoint"))
-      a->replay.checkpoint = v;
-    else if (!strcmp(f, "--events"))
-      a->replay.events = v;
-    else if (!strcmp(f, "--report"))
-      a->replay.report = v;
-    else if (!strcmp(f, "--series"))
-      a->replay.series = v;
-    else if (!strcmp(f, "--scenario"))
-      a->replay.scenario = v;
-    else if (!strcmp(f, "--hook")) {
-      if (a->replay.n_hooks == 16 || !strchr(v, '=')) {
-        fprintf(stderr, "gpuq-sim: --hook: want NAME=COMMAND (at most 16), "
-                "got '%s'\n", v);
-        return -1;
-      }
-      a->hooks[a->replay.n_hooks++] = v;
-      a->replay.hooks = a->hooks;
-    }
-    else if (!strcmp(f, "--time-scale"))
-      a->scale = v;
-    else if (!strcmp(f, "--time-epoch"))
-      a->epoch = v;
-    else if (!strcmp(f, "--log-level"))
-      a->log_level = v;
-    else if (!strcmp(f, "--bookmark-interval-ms")) {
-      a->bookmark_ms = strtol(v, &end, 10);
-      if (*end || a->bookmark_ms < 1) {
-        fprintf(stderr, "gpuq-sim: --bookmark-interval-ms: want a positive "
-                "integer, got '%s'\n", v);
-        return -1;
-      }
-    } else if (!strcmp(f, "--watch-window")) {
-      a->window = strtol(v, &end, 10);
-      if (*end || a->window < 1 || a->window > 10000000) {
-        fprintf(stderr, "gpuq-sim: --watch-window: want 1..10000000, got "
-                "'%s'\n", v);
-        return -1;
-      }
-    } else {
-      fprintf(stderr, "gpuq-sim: unknown flag '%s'\n", f);
-      usage(stderr);
+    if (parse_value_flag(f, v, a) != 0)
       return -1;
-    }
   }
   if (!!a->tls_cert != !!a->tls_key) {
     fprintf(stderr, "gpuq-sim: --tls-cert and --tls-key go together\n");

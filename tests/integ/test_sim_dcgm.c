@@ -282,11 +282,123 @@ static void expect_bad_annotation_event(void)
   json_decref(list);
 }
 
+/* Prometheus' own parser on a scrape, when promtool (Debian: prometheus)
+ * is installed. Its lint finds only what dcgm-exporter itself does: the
+ * camelCase labels UUID, modelName and Hostname (exit 3); a text it cannot
+ * parse exits 1. */
+static void expect_promtool_parses(const char *text)
+{
+  char path[400];
+  const char *argv[] = {"sh", "-c",
+                        "command -v promtool >/dev/null || exit 77; "
+                        "promtool check metrics <\"$0\"", path, NULL};
+  struct gq_test_out o;
+  int rc;
+
+  snprintf(path, sizeof(path), "%s/metrics.txt", sim.dir);
+  assert_int_equal(gq_test_write_file(path, text, strlen(text)), 0);
+  rc = gq_test_run(sim.dir, argv, &o);
+  if (rc != 0 && rc != 3 && rc != 77)
+    fail_msg("promtool check metrics: exit %d: %s%s", rc, o.out, o.err);
+  for (const char *l = o.err; rc == 3 && *l;) { /* one finding a line */
+    const char *eol = strchr(l, '\n');
+    const char *hit = strstr(l, "label names should be written in "
+                                "'snake_case' not 'camelCase'");
+
+    if (!hit || (eol && hit > eol))
+      fail_msg("promtool check metrics: %s", l);
+    l = eol ? eol + 1 : l + strlen(l);
+  }
+  gq_test_out_free(&o);
+}
+
+/* The first scrape, with nb in its busy phase: names, labels, indices,
+ * values. */
+static void expect_first_scrape(const char *m)
+{
+  char line[1200];
+
+  expect_families(m);
+  expect_promtool_parses(m);
+  expect_pod_labels(m, 0, "nb");
+  expect_pod_labels(m, 1, "nb");
+  expect_pod_labels(m, 2, "steady");
+  expect_pod_labels(m, 3, "bad");
+  for (int g = 4; g < 8; g++)
+    expect_pod_labels(m, g, NULL);
+  assert_float_equal(value(m, "DCGM_FI_DEV_GPU_UTIL", NODE, 0), 90, 1e-9);
+  assert_float_equal(value(m, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", NODE, 1), 0.9,
+                     1e-9);
+  assert_non_null(find(m, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", NODE, 1, line,
+                       sizeof(line)));
+  assert_non_null(strstr(line, "} 0.900000")); /* Go's %f */
+  assert_float_equal(value(m, "DCGM_FI_DEV_GPU_UTIL", NODE, 2), 75, 1e-9);
+  assert_float_equal(value(m, "DCGM_FI_DEV_GPU_UTIL", NODE, 3), 5, 1e-9);
+  assert_float_equal(value(m, "DCGM_FI_DEV_GPU_UTIL", NODE, 4), 0, 1e-9);
+  assert_float_equal(value(m, "DCGM_FI_DEV_FB_USED", NODE, 4), 0, 1e-9);
+  assert_true(value(m, "DCGM_FI_DEV_FB_USED", NODE, 0) > 0);
+  assert_true(value(m, "DCGM_FI_DEV_POWER_USAGE", NODE, 0) >
+              value(m, "DCGM_FI_DEV_POWER_USAGE", NODE, 4));
+  assert_true(value(m, "DCGM_FI_DEV_GPU_TEMP", NODE, 0) >
+              value(m, "DCGM_FI_DEV_GPU_TEMP", NODE, 4));
+  assert_float_equal(value(m, "DCGM_FI_DEV_XID_ERRORS", NODE, 3), 0, 1e-9);
+}
+
+/* An XID through the API: that GPU only, for 10 virtual minutes; and the
+ * same UUIDs as on the scrape before (m1). */
+static void expect_api_xid(const char *m1)
+{
+  char line[1200], uuid1[41], uuid2[41], *m2;
+
+  json_decref(gq_test_sim_call(&sim, "POST", "/sim/v1/nodes/" NODE "/xid",
+                               "{\"gpu\":3,\"xid\":79,\"for\":600}", 200));
+  json_decref(gq_test_sim_call(&sim, "POST", "/sim/v1/nodes/" NODE "/xid",
+                               "{\"gpu\":8,\"xid\":79}", 400));
+  m2 = scrape();
+  assert_float_equal(value(m2, "DCGM_FI_DEV_XID_ERRORS", NODE, 3), 79, 1e-9);
+  assert_float_equal(value(m2, "DCGM_FI_DEV_XID_ERRORS", NODE, 2), 0, 1e-9);
+  assert_non_null(find(m1, "DCGM_FI_DEV_GPU_UTIL", NODE, 5, line,
+                       sizeof(line)));
+  uuid_of(line, uuid1);
+  assert_non_null(find(m2, "DCGM_FI_DEV_GPU_UTIL", NODE, 5, line,
+                       sizeof(line)));
+  uuid_of(line, uuid2);
+  assert_string_equal(uuid1, uuid2);
+  free(m2);
+}
+
+/* 15 minutes into nb (started at start): idle; the API's XID is over and
+ * the pod on that GPU still runs. Then the timeline's XID: GPU 5 of
+ * gpu-h100-00 from 1200 s for 1200 s. */
+static void expect_later(int64_t start)
+{
+  json_t *pod;
+  char *m;
+
+  gq_test_sim_wait_until(&sim, start + 15 * 60 * 1000);
+  m = scrape();
+  assert_float_equal(value(m, "DCGM_FI_DEV_GPU_UTIL", NODE, 0), 2, 1e-9);
+  assert_float_equal(value(m, "DCGM_FI_DEV_XID_ERRORS", NODE, 3), 0, 1e-9);
+  free(m);
+  pod = gq_test_sim_call(&sim, "GET", "/api/v1/namespaces/default/pods/bad",
+                         NULL, 200);
+  assert_string_equal(json_string_value(json_object_get(
+                          json_object_get(pod, "status"), "phase")),
+                      "Running");
+  json_decref(pod);
+  gq_test_sim_wait_until(&sim, sim_t0_ms + 1300 * 1000);
+  m = scrape();
+  assert_float_equal(value(m, "DCGM_FI_DEV_XID_ERRORS", "gpu-h100-00", 5), 48,
+                     1e-9);
+  assert_float_equal(value(m, "DCGM_FI_DEV_XID_ERRORS", "gpu-h100-00", 4), 0,
+                     1e-9);
+  free(m);
+}
+
 static void test_dcgm(void **state)
 {
-  char *m1, *m2, line[1200], uuid1[41], uuid2[41];
-  json_t *pod;
   int64_t start;
+  char *m;
 
   (void)state;
   /* one at a time, so the lowest free indices are known: nb 0-1,
@@ -299,83 +411,21 @@ static void test_dcgm(void **state)
   assert_true(wait_phase("steady", "Running"));
   create_pod("bad", "team-b", 1, 1800, "lots");
   assert_true(wait_phase("bad", "Running"));
-  m1 = scrape();
+  m = scrape();
   if (gq_test_sim_now_ms(&sim) - start > 9 * 60 * 1000)
     fail_msg("too slow: nb left its busy phase before the scrape");
-  expect_families(m1);
-  expect_pod_labels(m1, 0, "nb");
-  expect_pod_labels(m1, 1, "nb");
-  expect_pod_labels(m1, 2, "steady");
-  expect_pod_labels(m1, 3, "bad");
-  for (int g = 4; g < 8; g++)
-    expect_pod_labels(m1, g, NULL);
-  assert_float_equal(value(m1, "DCGM_FI_DEV_GPU_UTIL", NODE, 0), 90, 1e-9);
-  assert_float_equal(value(m1, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", NODE, 1), 0.9,
-                     1e-9);
-  assert_non_null(find(m1, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", NODE, 1, line,
-                       sizeof(line)));
-  assert_non_null(strstr(line, "} 0.900000")); /* Go's %f */
-  assert_float_equal(value(m1, "DCGM_FI_DEV_GPU_UTIL", NODE, 2), 75, 1e-9);
-  assert_float_equal(value(m1, "DCGM_FI_DEV_GPU_UTIL", NODE, 3), 5, 1e-9);
-  assert_float_equal(value(m1, "DCGM_FI_DEV_GPU_UTIL", NODE, 4), 0, 1e-9);
-  assert_float_equal(value(m1, "DCGM_FI_DEV_FB_USED", NODE, 4), 0, 1e-9);
-  assert_true(value(m1, "DCGM_FI_DEV_FB_USED", NODE, 0) > 0);
-  assert_true(value(m1, "DCGM_FI_DEV_POWER_USAGE", NODE, 0) >
-              value(m1, "DCGM_FI_DEV_POWER_USAGE", NODE, 4));
-  assert_true(value(m1, "DCGM_FI_DEV_GPU_TEMP", NODE, 0) >
-              value(m1, "DCGM_FI_DEV_GPU_TEMP", NODE, 4));
-  assert_float_equal(value(m1, "DCGM_FI_DEV_XID_ERRORS", NODE, 3), 0, 1e-9);
+  expect_first_scrape(m);
   expect_bad_annotation_event();
-
-  /* an XID through the API: that GPU only, for 10 virtual minutes; the
-   * pod on it keeps running */
-  json_decref(gq_test_sim_call(&sim, "POST", "/sim/v1/nodes/" NODE "/xid",
-                               "{\"gpu\":3,\"xid\":79,\"for\":600}", 200));
-  json_decref(gq_test_sim_call(&sim, "POST", "/sim/v1/nodes/" NODE "/xid",
-                               "{\"gpu\":8,\"xid\":79}", 400));
-  m2 = scrape();
-  assert_float_equal(value(m2, "DCGM_FI_DEV_XID_ERRORS", NODE, 3), 79, 1e-9);
-  assert_float_equal(value(m2, "DCGM_FI_DEV_XID_ERRORS", NODE, 2), 0, 1e-9);
-  /* the same UUIDs on every scrape */
-  assert_non_null(find(m1, "DCGM_FI_DEV_GPU_UTIL", NODE, 5, line,
-                       sizeof(line)));
-  uuid_of(line, uuid1);
-  assert_non_null(find(m2, "DCGM_FI_DEV_GPU_UTIL", NODE, 5, line,
-                       sizeof(line)));
-  uuid_of(line, uuid2);
-  assert_string_equal(uuid1, uuid2);
-  free(m1);
-  free(m2);
-
-  /* 15 minutes into nb: idle; the API's XID is over */
-  gq_test_sim_wait_until(&sim, start + 15 * 60 * 1000);
-  m1 = scrape();
-  assert_float_equal(value(m1, "DCGM_FI_DEV_GPU_UTIL", NODE, 0), 2, 1e-9);
-  assert_float_equal(value(m1, "DCGM_FI_DEV_XID_ERRORS", NODE, 3), 0, 1e-9);
-  pod = gq_test_sim_call(&sim, "GET", "/api/v1/namespaces/default/pods/bad",
-                         NULL, 200);
-  assert_string_equal(json_string_value(json_object_get(
-                          json_object_get(pod, "status"), "phase")),
-                      "Running");
-  json_decref(pod);
-  free(m1);
-
-  /* the timeline's XID: GPU 5 of gpu-h100-00 from 1200 s for 1200 s */
-  gq_test_sim_wait_until(&sim, sim_t0_ms + 1300 * 1000);
-  m1 = scrape();
-  assert_float_equal(value(m1, "DCGM_FI_DEV_XID_ERRORS", "gpu-h100-00", 5), 48,
-                     1e-9);
-  assert_float_equal(value(m1, "DCGM_FI_DEV_XID_ERRORS", "gpu-h100-00", 4), 0,
-                     1e-9);
-  free(m1);
-
+  expect_api_xid(m);
+  free(m);
+  expect_later(start);
   assert_true(wait_phase("nb", "Succeeded"));
   assert_true(wait_phase("steady", "Succeeded"));
   assert_true(wait_phase("bad", "Succeeded"));
-  m1 = scrape(); /* every GPU free again */
-  expect_pod_labels(m1, 0, NULL);
-  assert_float_equal(value(m1, "DCGM_FI_DEV_GPU_UTIL", NODE, 0), 0, 1e-9);
-  free(m1);
+  m = scrape(); /* every GPU free again */
+  expect_pod_labels(m, 0, NULL);
+  assert_float_equal(value(m, "DCGM_FI_DEV_GPU_UTIL", NODE, 0), 0, 1e-9);
+  free(m);
   expect_report();
   gq_test_sim_expect_clean(&sim, 0);
 }

@@ -314,6 +314,50 @@ static void check_series(const char *dir, size_t samples)
   assert_int_equal(last_one, 10);
 }
 
+/* The GPU-hours (issue 22, --idle-share 0.3): allocated hours are the busy
+ * GPU-seconds (no MIG in the trace), used between the constant jobs' 0.60
+ * and everyone's 0.98, idle hours from the notebook-like jobs, the teams'
+ * figures add up to the totals, and usage.dat's curves have the same
+ * areas. */
+static void check_usage(const json_t *rep, const char *dir)
+{
+  double alloc = json_real_value(json_object_get(rep, "allocated_gpu_hours"));
+  double used = json_real_value(json_object_get(rep, "used_gpu_hours"));
+  double idle = json_real_value(json_object_get(rep, "idle_gpu_hours"));
+  double sum[3] = {0, 0, 0}, area[2] = {0, 0}, h0 = 0, h, a, u;
+  const char *name;
+  const json_t *t;
+  char path[600], line[256];
+  FILE *f;
+
+  assert_float_equal(alloc, json_real_value(json_object_get(
+                                rep, "busy_gpu_seconds")) / 3600,
+                     alloc * 0.001 + 0.01);
+  assert_true(used > 0.02 * alloc && used < 0.98 * alloc);
+  assert_true(idle > 0 && idle < alloc);
+  json_object_foreach((json_t *)json_object_get(rep, "teams"), name, t) {
+    sum[0] += json_real_value(json_object_get(t, "allocated_gpu_hours"));
+    sum[1] += json_real_value(json_object_get(t, "used_gpu_hours"));
+    sum[2] += json_real_value(json_object_get(t, "idle_gpu_hours"));
+  }
+  assert_float_equal(sum[0], alloc, 1e-6 * alloc);
+  assert_float_equal(sum[1], used, 1e-6 * alloc);
+  assert_float_equal(sum[2], idle, 1e-6 * alloc);
+  snprintf(path, sizeof(path), "%s/usage.dat", dir);
+  assert_int_equal(count_lines(path, "hours allocated_gpus used_gpus"), 1);
+  f = fopen(path, "r");
+  assert_non_null(f);
+  while (fgets(line, sizeof(line), f))
+    if (sscanf(line, "%lf %lf %lf", &h, &a, &u) == 3) {
+      area[0] += (h - h0) * a;
+      area[1] += (h - h0) * u;
+      h0 = h;
+    }
+  fclose(f);
+  assert_float_equal(area[0], alloc, alloc * 0.001 + 0.1);
+  assert_float_equal(area[1], used, alloc * 0.001 + 0.1);
+}
+
 /* One pass of the trivial client. Returns 0 once the sim has gone. */
 static int client_pass(void)
 {
@@ -349,7 +393,8 @@ static void test_replay_philly_small(void **state)
   char dir[] = "/tmp/gpuq-replay-series-XXXXXX";
   const char *args[] = {"--cluster", "clusters/philly-small.yaml", "--trace",
                         "traces/philly_small.csv", "--time-scale", "10000",
-                        "--report", report_path, "--series", dir, NULL};
+                        "--report", report_path, "--series", dir,
+                        "--idle-share", "0.3", NULL};
   json_t *rep;
 
   (void)state;
@@ -396,6 +441,7 @@ static void test_replay_philly_small(void **state)
   }
   check_series(dir, json_array_size(json_object_get(
                         json_object_get(rep, "timeseries"), "t")));
+  check_usage(rep, dir);
   gq_test_rmtree(dir);
   /* For the record (issue notes): how fast the sim replayed. */
   fprintf(stderr, "replay: %.0f virtual s in a run at %.0fx, utilization "
