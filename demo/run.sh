@@ -6,8 +6,11 @@
 # from the teams' shares and a node event timeline (demo/events.yaml: one
 # node drained, one node's device plugin lost, mid-run). One live status
 # line while it runs; at the end the sim's summary, the checks that matter
-# and an output folder with report.json and SVG plots. Every process it
-# starts is stopped at the end, also on Ctrl-C.
+# and an output folder with report.json and SVG plots. A private Prometheus
+# scrapes the sim's dcgm-exporter endpoint and the controller, which reads
+# GPU utilization from it (allocated against used GPUs, docs/usage.md);
+# at the end `kubectl gpuq usage` gives out/demo/usage.json and the usage
+# table. Every process it starts is stopped at the end, also on Ctrl-C.
 #
 # Options (environment, or `make demo VAR=...`):
 #   TRACE    job trace CSV (default traces/philly_small.csv)
@@ -18,6 +21,8 @@
 #   BUILD    build directory with the binaries (default build)
 #   IDLE_SHARE  share of the trace's jobs that are notebook-like, busy for
 #            an hour and idle for two (gpuq-sim --idle-share; default 0.2)
+#   PRICE    USD per GPU-hour of the cluster's GPUs, for usage's cost
+#            (default 1.10)
 # Exit status: 0 when every check passed, 1 when one failed, 130 on Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,13 +34,14 @@ speed=${SPEED:-2000}
 out=${OUT:-out/demo}
 build=${BUILD:-build}
 idle_share=${IDLE_SHARE:-0.2}
+price=${PRICE:-1.10}
 
 for f in "$trace" "$cluster"; do
   [ -f "$f" ] || { echo "demo: no such file: $f" >&2; exit 1; }
 done
 [ "$events" = none ] || [ -f "$events" ] ||
   { echo "demo: no such file: $events (EVENTS)" >&2; exit 1; }
-for t in redis-server gnuplot kubectl curl python3; do
+for t in redis-server prometheus gnuplot kubectl curl python3; do
   command -v "$t" >/dev/null ||
     { echo "demo: '$t' not found on PATH (run \`make deps\`)" >&2; exit 1; }
 done
@@ -60,8 +66,9 @@ echo "   trace: Microsoft Philly (CC BY 4.0; Jeon et al., USENIX ATC 2019; see t
 
 STACK_SIM_ARGS=(--crds crds --cluster "$cluster" --trace "$trace"
                 --report "$out/report.json" --series "$out/data"
-                --idle-share "$idle_share")
+                --idle-share "$idle_share" --serve-after-replay)
 [ "$events" = none ] || STACK_SIM_ARGS+=(--events "$events")
+STACK_PROM=1
 stack_start "$work" "$build" "$speed"
 sim_pid=$STACK_SIM_PID
 ctl_pid=$STACK_CTL_PID
@@ -80,7 +87,9 @@ print("virtual %3dh%02dm  queued %4d  running %4d  done %4d/%d  GPUs busy %4d  p
 }
 started=$(date +%s)
 last=0
-while kill -0 "$sim_pid" 2>/dev/null; do
+# the sim serves on after the replay (--serve-after-replay): its report
+# file says the replay is over
+while kill -0 "$sim_pid" 2>/dev/null && [ ! -f "$out/report.json" ]; do
   if ! kill -0 "$ctl_pid" 2>/dev/null; then
     echo; echo "demo: gpuq-controller exited early; its log:" >&2
     tail -20 "$work/controller.log" >&2
@@ -97,10 +106,13 @@ while kill -0 "$sim_pid" 2>/dev/null; do
   sleep 1
 done
 [ -t 1 ] && echo
-set +e
-wait "$sim_pid"
-sim_rc=$?
-set -e
+sim_rc=0
+if ! kill -0 "$sim_pid" 2>/dev/null; then
+  set +e
+  wait "$sim_pid"
+  sim_rc=$?
+  set -e
+fi
 elapsed=$(( $(date +%s) - started ))
 
 sed -n '/== replay summary/,$p' "$work/sim.out"
@@ -138,11 +150,22 @@ for f in queue_depth gpu_utilization allocated_vs_used queue_times; do
 done
 
 echo
+echo "== usage (kubectl gpuq usage: GPU-hours from the GpuJobs' status, as the controller measured them through Prometheus)"
+product=$(python3 -c 'import re,sys; m=re.search(r"product:\s*([\w.-]+)", open(sys.argv[1]).read()); print(m.group(1) if m else "")' "$cluster")
+usage_args=(usage --price "$product=$price")
+# the last jobs' final status writes land within a moment of the report
+sleep 1
+KUBECONFIG="$work/kubeconfig" PATH="$build:$PATH" kubectl gpuq "${usage_args[@]}" -o json >"$out/usage.json"
+KUBECONFIG="$work/kubeconfig" PATH="$build:$PATH" kubectl gpuq "${usage_args[@]}" | sed 's/^/  /'
+echo "  $out/usage.json (price: $price USD per $product GPU-hour)"
+
+echo
 echo "== checks"
 checks_rc=0
-python3 - "$out/report.json" "$events" "$njobs" <<'EOF' || checks_rc=1
+python3 - "$out/report.json" "$events" "$njobs" "$out/usage.json" <<'EOF' || checks_rc=1
 import json, sys
 r = json.load(open(sys.argv[1]))
+u = json.load(open(sys.argv[4]))["items"]
 ended = r["jobs_completed"] + r["jobs_failed"]
 checks = [
     ("every job ended (%d of %d submitted, %d in the trace; %d failed)"
@@ -151,6 +174,16 @@ checks = [
     ("invariant violations = 0", r["invariant_violations"] == 0),
     ("placement misses = 0", r["placement_misses"] == 0),
 ]
+# gpuq's usage (readings through Prometheus, one per 250 ms scrape) against
+# the sim's exact integral of the same utilization timelines
+def total(k):
+    return sum(i[k] for i in u)
+alloc, used, idle = total("allocated_gpu_hours"), total("used_gpu_hours"), total("idle_gpu_hours")
+for name, mine, sims in (("allocated", alloc, r["allocated_gpu_hours"]),
+                         ("used", used, r["used_gpu_hours"])):
+    checks.append(("gpuq's %s GPU-hours %.0f within 5%% of the sim's %.0f"
+                   % (name, mine, sims), abs(mine - sims) <= 0.05 * max(sims, 1)))
+checks.append(("idle GPU-hours are counted (%.0f)" % idle, idle > 0))
 if sys.argv[2] != "none":
     checks.append(("drained jobs resumed from a checkpoint (checkpoint_resumes = %d)"
                    % r["checkpoint_resumes"], r["checkpoint_resumes"] > 0))

@@ -6,7 +6,7 @@
  *            [--watch-window N] [--bookmark-interval-ms MS]
  *            [--cluster FILE] [--trace FILE [--quotas FILE]
  *             [--checkpoint GRACE,INTERVAL,WRITE|none] [--report PATH]
- *             [--series DIR]]
+ *             [--series DIR] [--serve-after-replay]]
  *            [--events FILE] [--scenario FILE [--hold]
  *             [--hook NAME=COMMAND]...]
  *            [--dcgm-listen 127.0.0.1:PORT] [--gpu-utilization F]
@@ -52,6 +52,7 @@ struct args {
   double gpu_util, idle_pct;
   long window;
   long bookmark_ms;
+  int serve_after; /* --serve-after-replay */
 };
 
 static void usage(FILE *f)
@@ -64,7 +65,8 @@ static void usage(FILE *f)
           "                [--bookmark-interval-ms MS]\n"
           "                [--cluster FILE] [--trace FILE [--quotas FILE]\n"
           "                 [--checkpoint GRACE,INTERVAL,WRITE|none]\n"
-          "                 [--report PATH] [--series DIR]] [--events FILE]\n"
+          "                 [--report PATH] [--series DIR] [--serve-after-replay]]\n"
+          "                [--events FILE]\n"
           "                [--scenario FILE [--hold] [--hook NAME=COMMAND]...]\n"
           "                [--dcgm-listen 127.0.0.1:PORT] [--gpu-utilization F]\n"
           "                [--idle-threshold PCT] [--idle-share F]\n"
@@ -221,8 +223,12 @@ static int parse_args(int argc, char **argv, struct args *a)
       usage(stderr);
       return -1;
     }
-    if (!strcmp(f, "--hold")) { /* the one flag without a value */
+    if (!strcmp(f, "--hold")) { /* the flags without a value */
       a->replay.hold = 1;
+      continue;
+    }
+    if (!strcmp(f, "--serve-after-replay")) {
+      a->serve_after = 1;
       continue;
     }
     if (!v) {
@@ -341,11 +347,20 @@ static void on_finish_timer(uv_timer_t *t)
   stop_all();
 }
 
-/* A replay ended: its report is written; stop serving. This runs inside a
- * request's handling (the write that ended the last job), so the stop is
- * deferred to the next loop turn, when no request is in flight. */
+static int serve_after; /* --serve-after-replay */
+
+/* A replay ended: its report is written; stop serving (unless
+ * --serve-after-replay: then the API stays up, for the demo's kubectl gpuq
+ * usage, until SIGTERM). This runs inside a request's handling (the write
+ * that ended the last job), so the stop is deferred to the next loop turn,
+ * when no request is in flight. */
 static void on_finish(struct gq_sim *s)
 {
+  if (serve_after) {
+    GQ_LOG(GQ_INFO, &lc_main, "replay over: serving on until SIGTERM "
+           "(--serve-after-replay)");
+    return;
+  }
   if (stopping++)
     return;
   uv_timer_init(s->loop, &finish_timer);
@@ -419,6 +434,7 @@ int main(int argc, char **argv)
   signal(SIGPIPE, SIG_IGN);
   if (parse_args(argc, argv, &a) != 0 || setup(&a, &cert, &key, &ca) != 0)
     return 2;
+  serve_after = a.serve_after;
   o = (struct gq_sim_opts){a.host,  a.port,           a.token,
                            cert,    key,              a.crds,
                            (size_t)a.window, (uint64_t)a.bookmark_ms,
