@@ -159,10 +159,16 @@ KUBECONFIG="$work/kubeconfig" PATH="$build:$PATH" kubectl gpuq "${usage_args[@]}
 KUBECONFIG="$work/kubeconfig" PATH="$build:$PATH" kubectl gpuq "${usage_args[@]}" | sed 's/^/  /'
 echo "  $out/usage.json (price: $price USD per $product GPU-hour)"
 
+xid_events=0
+if [ "$events" != none ] && grep -q "action: xid" "$events"; then
+  xid_events=$(KUBECONFIG="$work/kubeconfig" kubectl get events -A -o json |
+    python3 -c 'import json,sys; print(sum(e.get("reason") == "GpuUnhealthy" for e in json.load(sys.stdin)["items"]))')
+fi
+
 echo
 echo "== checks"
 checks_rc=0
-python3 - "$out/report.json" "$events" "$njobs" "$out/usage.json" <<'EOF' || checks_rc=1
+python3 - "$out/report.json" "$events" "$njobs" "$out/usage.json" "$xid_events" <<'EOF' || checks_rc=1
 import json, sys
 r = json.load(open(sys.argv[1]))
 u = json.load(open(sys.argv[4]))["items"]
@@ -184,6 +190,9 @@ for name, mine, sims in (("allocated", alloc, r["allocated_gpu_hours"]),
     checks.append(("gpuq's %s GPU-hours %.0f within 5%% of the sim's %.0f"
                    % (name, mine, sims), abs(mine - sims) <= 0.05 * max(sims, 1)))
 checks.append(("idle GPU-hours are counted (%.0f)" % idle, idle > 0))
+if sys.argv[2] != "none" and "action: xid" in open(sys.argv[2]).read():
+    checks.append(("the GPU XID error tainted its node (GpuUnhealthy events: %s)"
+                   % sys.argv[5], int(sys.argv[5]) > 0))
 if sys.argv[2] != "none":
     checks.append(("drained jobs resumed from a checkpoint (checkpoint_resumes = %d)"
                    % r["checkpoint_resumes"], r["checkpoint_resumes"] > 0))

@@ -62,7 +62,8 @@ struct gq_sim_replay_opts {
  * scenario) and tests it with any of equals (JSON equality), in (equal to
  * one of a list), atLeast / atMost (numbers), exists (true / false) and
  * contains (a substring of a string, or of the JSON text of another
- * value). With at: SECONDS it is evaluated at
+ * value); default: V is what an absent subject is tested as (a report
+ * count without an entry: default: 0). With at: SECONDS it is evaluated at
  * that virtual time, otherwise at the end. A hook that exits non-zero
  * (or by a signal) fails the scenario too: hooks can check things. A GpuJob deleted by a scenario
  * hook has ended (its user deleted it). Two keys the sim ignores are read by

@@ -389,7 +389,8 @@ static json_t *evaluate(struct gq_sim *s, const json_t *e,
   if (every)
     return every_pod(s, e, every);
   got = subject(s, e, report, what, sizeof(what));
-
+  if (!got) /* "default": what an absent value counts as (a count: 0) */
+    got = json_object_get(e, "default");
   ok = holds(got, e, msg, sizeof(msg));
   return json_pack("{s:b, s:s, s:s}", "ok", ok, "what", what, "msg", msg);
 }

@@ -14,8 +14,9 @@
  *     nothing waits, and once a job waits it is checkpointed and requeued
  *     at the back of the queue, and the waiting job runs;
  *   - Prometheus down: jobs keep being admitted and running, the Idle
- *     condition is Unknown (UtilizationUnknown, naming the URL), and
- *     gpuq_prometheus_up is 0; once it is back utilization shows again;
+ *     condition is Unknown (UtilizationUnknown, naming the URL), no used
+ *     GPU-seconds are guessed, and gpuq_prometheus_up is 0; once a
+ *     Prometheus answers at that URL utilization shows again;
  *   - an XID error on a GPU taints its node gpuq.dev/gpu-unhealthy:
  *     NoSchedule (an Event on the node), the job on that GPU is
  *     checkpointed and requeued elsewhere, and the taint is lifted after
@@ -28,6 +29,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +58,7 @@ static struct {
   struct gq_test_prom prom;
   struct gq_test_ctl ctl;
   int dcgm_port, up, passed, prom_up;
+  int prom_port; /* where a Prometheus may come later (prom 0) */
 } w;
 
 /* ---- the world ----------------------------------------------------------- */
@@ -68,8 +71,8 @@ static void world_up(const char *const *nodes, int prom,
 {
   const char *tmp = getenv("TMPDIR");
   const char *args[32];
-  char cluster[320], dcgm[64], target[2][64], purl[64];
-  const char *targets[3];
+  char cluster[320], dcgm[64], target[64], purl[64];
+  const char *targets[2];
   int n = 0;
   FILE *f;
 
@@ -115,14 +118,15 @@ static void world_up(const char *const *nodes, int prom,
     /* Prometheus first: the controller's metrics port is known once it
      * runs, so Prometheus scrapes the sim only; the controller's counters
      * are read from its /metrics directly */
-    snprintf(target[0], sizeof(target[0]), "127.0.0.1:%d", w.dcgm_port);
-    targets[0] = target[0];
+    snprintf(target, sizeof(target), "127.0.0.1:%d", w.dcgm_port);
+    targets[0] = target;
     targets[1] = NULL;
     assert_int_equal(gq_test_prom_start(&w.prom, targets, SCRAPE_MS), 0);
     w.prom_up = 1;
     args[n++] = w.prom.url;
   } else {
-    snprintf(purl, sizeof(purl), "http://127.0.0.1:%d", gq_test_free_port());
+    w.prom_port = gq_test_free_port();
+    snprintf(purl, sizeof(purl), "http://127.0.0.1:%d", w.prom_port);
     args[n++] = purl;
   }
   for (; extra && *extra && n < 31; extra++)
@@ -130,7 +134,6 @@ static void world_up(const char *const *nodes, int prom,
   args[n] = NULL;
   assert_int_equal(gq_test_ctl_start(&w.ctl, &w.sim, w.redis.url, 1, args),
                    0);
-  (void)target[1];
 }
 
 static void print_file(const char *what, const char *path)
@@ -385,6 +388,37 @@ static void sim_xid(const char *node, int gpu, int xid, int for_s)
   json_decref(gq_test_sim_call(&w.sim, "POST", path, body, 200));
 }
 
+/* kubectl gpuq usage -o json (the plugin, as a user runs it) gives team
+ * the GPU-hours the sim's report computed from the same pods, within one
+ * scrape interval of each job's GPUs (5 virtual s x 8 GPUs at most). */
+static void usage_matches_sim(const char *team)
+{
+  struct gq_test_out o;
+  json_t *doc, *it, *mine = NULL;
+  double alloc_h, used_h, idle_h, tol = 8 * 5 / 3600.0 + 0.002;
+  size_t i;
+
+  assert_int_equal(gq_test_kubectl_plugin(&w.sim, &o, "gpuq", "usage", "-o",
+                                          "json", NULL), 0);
+  doc = json_loads(o.out, 0, NULL);
+  assert_non_null(doc);
+  json_array_foreach(json_object_get(doc, "items"), i, it)
+    if (!strcmp(json_string_value(json_object_get(it, "team")) ?: "", team))
+      mine = it;
+  assert_non_null(mine);
+  sim_team_hours(team, &alloc_h, &used_h, &idle_h);
+  if (fabs(json_number_value(json_object_get(mine, "allocated_gpu_hours")) -
+           alloc_h) > tol ||
+      fabs(json_number_value(json_object_get(mine, "used_gpu_hours")) -
+           used_h) > tol ||
+      fabs(json_number_value(json_object_get(mine, "idle_gpu_hours")) -
+           idle_h) > tol)
+    fail_msg("kubectl gpuq usage: %s; the sim: %.4f %.4f %.4f GPU-hours",
+             o.out, alloc_h, used_h, idle_h);
+  json_decref(doc);
+  gq_test_out_free(&o);
+}
+
 /* ---- the tests ----------------------------------------------------------- */
 
 /* A job at 80% for 600 virtual s: gpuUtilization 80 while it runs, Idle
@@ -418,6 +452,7 @@ static void test_utilization_in_status(void **state)
              "and %.0f", alloc, used, alloc_h * 3600, used_h * 3600);
   assert_true(alloc >= 4 * 600 - 4 * 5 && used >= alloc * 0.8 - 4 * 5 - 4);
   assert_int_equal(status_int("busy", "idleGPUSeconds"), 0);
+  usage_matches_sim(NS);
   m = metric("gpuq_used_gpu_seconds_total{team=\"team-a\"");
   assert_true(m >= used - 1);
   gq_test_sim_expect_clean(&w.sim, 0);
@@ -477,6 +512,7 @@ static void test_prometheus_down(void **state)
   quota(NS, 8, "");
   job("a", 4, 120, "0.9");
   job("b", 4, 120, "0.9");
+  job("c", 4, 3600, "0.9"); /* admitted once a or b is done */
   wait_field("a", "status.phase", "Running");
   wait_field("b", "status.phase", "Running");
   wait_cond("a", "Idle", "Unknown");
@@ -491,6 +527,19 @@ static void test_prometheus_down(void **state)
   }
   wait_field("a", "status.phase", "Succeeded");
   assert_true(status_int("a", "allocatedGPUSeconds") >= 4 * 120 - 4 * 5);
+  assert_int_equal(status_int("a", "usedGPUSeconds"), 0); /* never guessed */
+  /* Prometheus comes (at the URL the controller has): readings again */
+  {
+    char target[64];
+    const char *targets[] = {target, NULL};
+
+    snprintf(target, sizeof(target), "127.0.0.1:%d", w.dcgm_port);
+    assert_int_equal(gq_test_prom_start_port(&w.prom, w.prom_port, targets,
+                                             SCRAPE_MS), 0);
+  }
+  wait_field("c", "status.gpuUtilization", "90");
+  wait_cond("c", "Idle", "False");
+  assert_true(metric("gpuq_prometheus_up ") == 1);
   gq_test_sim_expect_clean(&w.sim, 0);
   w.passed = 1;
 }
