@@ -262,7 +262,8 @@ static struct podutil *by_pod(const struct gq_prom_vector *v)
       memcpy(p->key, key, (size_t)n + 1);
       HASH_ADD_STR(h, key, p);
     }
-    p->sum += v->v[i].value;
+    /* a percent: what a broken exporter sends outside 0..100 is clamped */
+    p->sum += v->v[i].value < 0 ? 0 : v->v[i].value > 100 ? 100 : v->v[i].value;
     p->n++;
   }
   return h;
