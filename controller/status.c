@@ -186,6 +186,24 @@ static void nodes_field(json_t *p, const struct gq_gpujob_status *st,
 
 /* status.conditions: Admitted, Running, Preempted, Checkpointed, Finished
  * (DESIGN §8). */
+/* The condition type as the status read back has it (a condition gpuq no
+ * longer computes, such as a finished job's Idle once its usage record is
+ * freed, stays as it was). Returns 1 if there is one. */
+static int kept_condition(struct cond *w, const struct gq_gpujob_status *st,
+                          const char *type)
+{
+  for (size_t i = 0; i < st->n_conds; i++) {
+    const struct gq_gpujob_cond *o = &st->conds[i];
+
+    if (str_same(o->type, type) && o->status && o->reason && o->message) {
+      *w = (struct cond){o->type, o->status, o->reason, o->message,
+                         o->transition_ms};
+      return 1;
+    }
+  }
+  return 0;
+}
+
 static void conditions(json_t *p, const struct gq_gpujob_status *st,
                        const struct cjob *cj, int admitted, int final,
                        int64_t gen, const struct usage_view *u)
@@ -213,7 +231,9 @@ static void conditions(json_t *p, const struct gq_gpujob_status *st,
   if (u->cond) /* allocated against used GPUs (usage.c) */
     job_condition_s(&w[5], st, "Idle", u->cond_status, u->cond_reason,
                     u->cond_msg);
-  conditions_field(p, st, w, u->cond ? 6 : 5, gen);
+  /* else a finished job keeps the Idle condition it has */
+  conditions_field(p, st, w,
+                   u->cond || kept_condition(&w[5], st, "Idle") ? 6 : 5, gen);
 }
 
 /* The usage fields (issue 22): GPU-seconds once the job has run, the

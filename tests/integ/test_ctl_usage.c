@@ -278,19 +278,33 @@ static void wait_field(const char *name, const char *field, const char *want)
   }
 }
 
-/* Waits until condition type of job name has status want. */
-static void wait_cond(const char *name, const char *type, const char *want)
+/* Waits until condition type of job name has status want; its reason and
+ * message (of that same reading) go to reason (64 bytes) and msg (mn) when
+ * given. */
+static void wait_cond_msg(const char *name, const char *type,
+                          const char *want, char *reason, char *msg,
+                          size_t mn)
 {
   char st[16];
 
   for (int waited = 0; waited < WAIT_MS; waited += 50) {
-    cond_of(name, type, st, sizeof(st), NULL, NULL, 0);
+    cond_of(name, type, st, sizeof(st), reason, msg, mn);
     if (!strcmp(st, want))
       return;
     gq_test_sleep_ms(50);
   }
-  fail_msg("job %s: condition %s never became %s (is '%s')", name, type,
-           want, st);
+  {
+    json_t *s = status_of(name);
+    char *d = json_dumps(s, JSON_INDENT(1));
+
+    fail_msg("job %s: condition %s never became %s (is '%s'); status: %s",
+             name, type, want, st, d);
+  }
+}
+
+static void wait_cond(const char *name, const char *type, const char *want)
+{
+  wait_cond_msg(name, type, want, NULL, NULL, 0);
 }
 
 /* The controller's /metrics text (heap). */
@@ -485,7 +499,7 @@ static void test_idle_preempted_only_when_waiting(void **state)
   snprintf(queued0, sizeof(queued0), "%s",
            json_string_value(json_object_get(s, "queuedAt")) ?: "");
   json_decref(s);
-  job("train", 8, 120, "0.9");
+  job("train", 8, 600, "0.9");
   wait_field("train", "status.phase", "Running");
   assert_true(status_int("notebook", "preemptions") >= 1);
   wait_field("notebook", "status.phase", "Queued");
@@ -505,7 +519,7 @@ static void test_idle_preempted_only_when_waiting(void **state)
 static void test_prometheus_down(void **state)
 {
   static const char *const nodes[] = {"uc:8", NULL};
-  char st[16], reason[64], msg[600];
+  char reason[64], msg[600];
 
   (void)state;
   world_up(nodes, 0, NULL);
@@ -514,9 +528,7 @@ static void test_prometheus_down(void **state)
   job("b", 4, 120, "0.9");
   job("c", 4, 3600, "0.9"); /* admitted once a or b is done */
   wait_field("a", "status.phase", "Running");
-  wait_field("b", "status.phase", "Running");
-  wait_cond("a", "Idle", "Unknown");
-  cond_of("a", "Idle", st, sizeof(st), reason, msg, sizeof(msg));
+  wait_cond_msg("a", "Idle", "Unknown", reason, msg, sizeof(msg));
   assert_string_equal(reason, "UtilizationUnknown");
   assert_non_null(strstr(msg, "http://127.0.0.1:"));
   {
@@ -526,6 +538,7 @@ static void test_prometheus_down(void **state)
       fail_msg("gpuq_prometheus_up is %g", up);
   }
   wait_field("a", "status.phase", "Succeeded");
+  wait_field("b", "status.phase", "Succeeded"); /* admitted and run too */
   assert_true(status_int("a", "allocatedGPUSeconds") >= 4 * 120 - 4 * 5);
   assert_int_equal(status_int("a", "usedGPUSeconds"), 0); /* never guessed */
   /* Prometheus comes (at the URL the controller has): readings again */
