@@ -475,22 +475,35 @@ static void read_status_loose(const json_t *s, struct gq_gpujob_status *st)
   }
 }
 
-/* The usage fields of status s (issue 22) into st, as decode_status. */
+/* The usage fields of status s (issue 22) into st->usage, as
+ * decode_status; st->usage is made only when one of them is there (a
+ * queued job's cached status stays small). */
 static void read_usage(struct gq_dec *d, const json_t *s,
                        struct gq_gpujob_status *st)
 {
+  static const char *const keys[] = {
+      "flavor", "allocatedGPUSeconds", "usedGPUSeconds", "idleGPUSeconds",
+      "gpuUtilization", "utilizationTime", NULL};
+  struct gq_gpujob_usage *u;
+  int any = 0;
+
+  for (size_t i = 0; keys[i] && !any; i++)
+    any = json_object_get(s, keys[i]) != NULL;
+  if (!any)
+    return;
+  u = st->usage = gq_xcalloc(1, sizeof(*u));
   ST_READ(GQ_ST_FLAVOR,
-          st->flavor = gq_dec_string(fd, s, "status.flavor", 0, 253, NULL));
+          u->flavor = gq_dec_string(fd, s, "status.flavor", 0, 253, NULL));
   ST_READ(GQ_ST_ALLOC, gq_dec_int(fd, s, "status.allocatedGPUSeconds", 0,
-                                  INT64_MAX, 0, &st->alloc_s));
+                                  INT64_MAX, 0, &u->alloc_s));
   ST_READ(GQ_ST_USED, gq_dec_int(fd, s, "status.usedGPUSeconds", 0,
-                                 INT64_MAX, 0, &st->used_s));
+                                 INT64_MAX, 0, &u->used_s));
   ST_READ(GQ_ST_IDLE, gq_dec_int(fd, s, "status.idleGPUSeconds", 0,
-                                 INT64_MAX, 0, &st->idle_s));
+                                 INT64_MAX, 0, &u->idle_s));
   ST_READ(GQ_ST_UTIL, gq_dec_int(fd, s, "status.gpuUtilization", 0, 100, -1,
-                                 &st->util_pct));
+                                 &u->util_pct));
   ST_READ(GQ_ST_UTIL_TIME,
-          gq_dec_time(fd, s, "status.utilizationTime", &st->util_ms));
+          gq_dec_time(fd, s, "status.utilizationTime", &u->util_ms));
 }
 
 /* Reads obj.status into st. The fields gpuq validates report the first
@@ -562,7 +575,8 @@ static void shared_strings(struct gq_gpujob *j, struct gq_strpack *p)
     gq_strpack_add(p, &j->products[i]);
   gq_strpack_add(p, &st->reason);
   gq_strpack_add(p, &st->message);
-  gq_strpack_add(p, &st->flavor);
+  if (st->usage)
+    gq_strpack_add(p, &st->usage->flavor);
   for (i = 0; i < st->n_nodes; i++)
     gq_strpack_add(p, &st->nodes[i]);
   for (i = 0; i < st->n_conds; i++) {
@@ -786,6 +800,7 @@ void gq_gpujob_release(struct gq_gpujob *j)
   free(j->finalizers);
   free(j->status.nodes);
   free(j->status.conds);
+  free(j->status.usage);
   free(j->strings);
   memset(j, 0, sizeof(*j));
 }

@@ -241,22 +241,25 @@ static void conditions(json_t *p, const struct gq_gpujob_status *st,
 static void usage_fields(json_t *p, const struct gq_gpujob_status *st,
                          const struct usage_view *u)
 {
+  static const struct gq_gpujob_usage none = {.util_pct = -1};
+  const struct gq_gpujob_usage *su = st->usage ? st->usage : &none;
+
   if (!u->has)
     return;
   if (u->product)
     field(p, st, GQ_ST_FLAVOR, "flavor", json_string(u->product),
-          str_same(st->flavor, u->product));
+          str_same(su->flavor, u->product));
   field(p, st, GQ_ST_ALLOC, "allocatedGPUSeconds", json_integer(u->alloc_s),
-        st->alloc_s == u->alloc_s);
+        su->alloc_s == u->alloc_s);
   field(p, st, GQ_ST_USED, "usedGPUSeconds", json_integer(u->used_s),
-        st->used_s == u->used_s);
+        su->used_s == u->used_s);
   field(p, st, GQ_ST_IDLE, "idleGPUSeconds", json_integer(u->idle_s),
-        st->idle_s == u->idle_s);
+        su->idle_s == u->idle_s);
   field(p, st, GQ_ST_UTIL, "gpuUtilization",
-        u->pct >= 0 ? json_integer(u->pct) : NULL, st->util_pct == u->pct);
+        u->pct >= 0 ? json_integer(u->pct) : NULL, su->util_pct == u->pct);
   if (u->pct_ms)
     time_field(p, st, GQ_ST_UTIL_TIME, "utilizationTime", u->pct_ms,
-               st->util_ms);
+               su->util_ms);
 }
 
 /* The status merge patch (top-level fields) that turns the status read

@@ -90,12 +90,14 @@ static struct cjob_use *use_of(struct ctl *c, struct cjob *cj)
   cj->use->pct = -1;
   cj->use->u.last_pct = -1;
   j = ctl_job_obj(c, cj);
-  if (j) {
-    cj->use->u.alloc_s = (double)j->status.alloc_s;
-    cj->use->u.used_s = cj->use->counted_s = (double)j->status.used_s;
-    cj->use->u.idle_s = (double)j->status.idle_s;
-    if (j->status.flavor)
-      cj->use->product = ctl_intern(c, j->status.flavor);
+  if (j && j->status.usage) {
+    const struct gq_gpujob_usage *st = j->status.usage;
+
+    cj->use->u.alloc_s = (double)st->alloc_s;
+    cj->use->u.used_s = cj->use->counted_s = (double)st->used_s;
+    cj->use->u.idle_s = (double)st->idle_s;
+    if (st->flavor)
+      cj->use->product = ctl_intern(c, st->flavor);
   }
   return cj->use;
 }

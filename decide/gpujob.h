@@ -133,6 +133,15 @@ struct gq_gpujob_cond {
   int64_t observed_generation; /* -1 if absent */
 };
 
+/* The usage fields of a status (issue 22), as read back. */
+struct gq_gpujob_usage {
+  const char *flavor;              /* status.flavor, or NULL */
+  int64_t alloc_s, used_s, idle_s; /* status.allocatedGPUSeconds,
+                                      usedGPUSeconds, idleGPUSeconds; 0 */
+  int64_t util_pct;                /* status.gpuUtilization; -1 if absent */
+  int64_t util_ms;                 /* status.utilizationTime; 0 if absent */
+};
+
 /* The status as read back: gpuq rebuilds its state from it after a restart
  * (DESIGN §6) and writes only the fields that differ from it. A field is
  * in 'has' when the object has it (even as null), and also in 'bad' when
@@ -156,11 +165,8 @@ struct gq_gpujob_status {
   int64_t preemptions;
   int64_t failures;               /* status.failedAttempts */
   int64_t service_s;              /* status.attainedGPUSeconds; 0 if absent */
-  const char *flavor;             /* status.flavor, or NULL */
-  int64_t alloc_s, used_s, idle_s; /* status.allocatedGPUSeconds,
-                                     usedGPUSeconds, idleGPUSeconds; 0 */
-  int64_t util_pct;               /* status.gpuUtilization; -1 if absent */
-  int64_t util_ms;                /* status.utilizationTime; 0 if absent */
+  struct gq_gpujob_usage *usage;  /* the usage fields, NULL when the status
+                                     has none (most jobs: queued); owned */
   const char *checkpoint;         /* lastCheckpoint.location, or NULL */
   int64_t checkpoint_ms;          /* lastCheckpoint.time; 0 if absent */
   int64_t observed_generation;
