@@ -37,6 +37,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "base/clock.h"
 #include "tests/support/fixture.h"
 #include "tests/support/proc.h"
 #include "tests/support/prom.h"
@@ -453,6 +454,21 @@ static void test_utilization_in_status(void **state)
   /* the first reading after the pod runs: two scrape intervals (20
    * virtual s) after it is scraped; the deadline is only a bound */
   wait_field("busy", "status.gpuUtilization", "80");
+  {
+    /* how soon (printed, not asserted: a loaded machine delays the real
+     * clock's scrapes and the test's own polling alike) */
+    json_t *s = status_of("busy");
+    int64_t t0 = 0, t1 = 0;
+
+    gq_time_parse(json_string_value(json_object_get(s, "startTime")) ?: "",
+                  &t0);
+    gq_time_parse(
+        json_string_value(json_object_get(s, "utilizationTime")) ?: "", &t1);
+    print_message("utilization in status %lld virtual s after the start "
+                  "(scrape interval %d virtual s)\n",
+                  (long long)(t1 - t0) / 1000, SCRAPE_MS * SCALE / 1000);
+    json_decref(s);
+  }
   cond_of("busy", "Idle", st, sizeof(st), reason, NULL, 0);
   assert_string_equal(st, "False");
   assert_string_equal(reason, "GpuBusy");
