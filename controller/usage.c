@@ -341,6 +341,14 @@ static void read_all(struct ctl *c, struct podutil *h)
 
 /* ---- GPU health from XID errors ---------------------------------------- */
 
+/* Forgets node entry h. */
+static void health_drop(struct ctl *c, struct chealth *h)
+{
+  HASH_DEL(c->health, h);
+  free(h->name);
+  free(h);
+}
+
 struct taint_ctx {
   struct ctl *c;
   char *node;
@@ -362,9 +370,7 @@ static void taint_done(int rc, const struct gq_k8s_status *st,
     if (h) /* try again at the next poll */
       h->tainted = !x->add;
   } else if (!x->add && h) {
-    HASH_DEL(x->c->health, h);
-    free(h->name);
-    free(h);
+    health_drop(x->c, h);
   }
   ctl_write_end(x->c);
   free(x->node);
@@ -484,9 +490,7 @@ static void heal(struct ctl *c, int64_t now)
     if (h->patching || now - h->last_xid_ms < c->o.gpu_healthy_s * 1000)
       continue;
     if (!n) { /* the node is gone */
-      HASH_DEL(c->health, h);
-      free(h->name);
-      free(h);
+      health_drop(c, h);
       continue;
     }
     snprintf(why, sizeof(why), "no XID error for %lld s: taint %s removed",
@@ -672,11 +676,8 @@ void usage_free(struct ctl *c)
 {
   struct chealth *h, *t;
 
-  HASH_ITER(hh, c->health, h, t) {
-    HASH_DEL(c->health, h);
-    free(h->name);
-    free(h);
-  }
+  HASH_ITER(hh, c->health, h, t)
+    health_drop(c, h);
   free(c->claimed);
 }
 
