@@ -236,10 +236,26 @@ static void conditions(json_t *p, const struct gq_gpujob_status *st,
                    u->cond || kept_condition(&w[5], st, "Idle") ? 6 : 5, gen);
 }
 
+/* 1 if the allocatedGPUSeconds written (have) may stay for want: equal,
+ * or, while the job runs (the figure grows every second), behind by less
+ * than its GPUs over lag_s seconds. A running job's figure alone would
+ * otherwise make every look at it a status write (bench/e2e); it goes
+ * out with any other change, when the job stops (exact then), or once it
+ * lags by lag_s. */
+static int alloc_same(int64_t have, int64_t want, int running, int64_t gpus,
+                      int64_t lag_s)
+{
+  return have == want ||
+         (running && have < want && want - have < gpus * lag_s);
+}
+
 /* The usage fields (issue 22): GPU-seconds once the job has run, the
- * utilization while it is read. */
+ * utilization while it is read. allocatedGPUSeconds of a running job is
+ * refreshed only with another change of the patch p, or once it lags by
+ * the utilization window (alloc_same). */
 static void usage_fields(json_t *p, const struct gq_gpujob_status *st,
-                         const struct usage_view *u)
+                         const struct usage_view *u, const struct ctl *c,
+                         const struct cjob *cj)
 {
   static const struct gq_gpujob_usage none = {.util_pct = -1};
   const struct gq_gpujob_usage *su = st->usage ? st->usage : &none;
@@ -249,8 +265,6 @@ static void usage_fields(json_t *p, const struct gq_gpujob_status *st,
   if (u->product)
     field(p, st, GQ_ST_FLAVOR, "flavor", json_string(u->product),
           str_same(su->flavor, u->product));
-  field(p, st, GQ_ST_ALLOC, "allocatedGPUSeconds", json_integer(u->alloc_s),
-        su->alloc_s == u->alloc_s);
   field(p, st, GQ_ST_USED, "usedGPUSeconds", json_integer(u->used_s),
         su->used_s == u->used_s);
   field(p, st, GQ_ST_IDLE, "idleGPUSeconds", json_integer(u->idle_s),
@@ -260,6 +274,10 @@ static void usage_fields(json_t *p, const struct gq_gpujob_status *st,
   if (u->pct_ms)
     time_field(p, st, GQ_ST_UTIL_TIME, "utilizationTime", u->pct_ms,
                su->util_ms);
+  field(p, st, GQ_ST_ALLOC, "allocatedGPUSeconds", json_integer(u->alloc_s),
+        json_object_size(p) == 0 &&
+            alloc_same(su->alloc_s, u->alloc_s, cj->running, cj->gpus,
+                       c->o.util_window_s));
 }
 
 /* The status merge patch (top-level fields) that turns the status read
@@ -327,8 +345,8 @@ static json_t *status_patch(const struct ctl *c, const struct cjob *cj,
               time_same(st->checkpoint_ms, cj->ckpt_ms));
   }
   usage_status(c, cj, &u);
-  usage_fields(p, st, &u);
   conditions(p, st, cj, admitted, final, gen, &u);
+  usage_fields(p, st, &u, c, cj); /* last: it sees the rest of the patch */
   return p;
 }
 
