@@ -74,6 +74,7 @@ void gq_sim_job_defaults(json_t *job)
   gq_sim_default(json_object_get(tmpl, "spec") ? json_object_get(tmpl, "spec")
                                              : tmpl,
               "restartPolicy", json_string("Never"));
+  gq_sim_podspec_defaults(json_object_get(tmpl, "spec"));
 }
 
 int gq_sim_job_check_update(const json_t *cur, const json_t *next,

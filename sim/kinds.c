@@ -71,6 +71,7 @@ void gq_sim_kinds_init(struct gq_sim *s)
   k = add_kind(s, "", "v1", "namespaces", "namespace", "Namespace", 0);
   set_short(k, "ns", NULL);
   k->has_status = 1;
+  k->defaults = gq_sim_namespace_defaults;
   set_table(k, gq_tb_namespace_cols, gq_tb_namespace_cells);
   k = add_kind(s, "", "v1", "nodes", "node", "Node", 0);
   set_short(k, "no", NULL);
@@ -86,6 +87,7 @@ void gq_sim_kinds_init(struct gq_sim *s)
   k = add_kind(s, "", "v1", "services", "service", "Service", 1);
   set_short(k, "svc", NULL);
   k->has_status = 1;
+  k->defaults = gq_sim_service_defaults;
   set_table(k, gq_tb_service_cols, gq_tb_service_cells);
   /* stored as given (no status, no checks): `kubectl gpuq usage` reads
    * its prices from ConfigMap gpuq-system/gpuq-prices */
@@ -106,6 +108,7 @@ void gq_sim_kinds_init(struct gq_sim *s)
   k = add_kind(s, "scheduling.k8s.io", "v1", "priorityclasses",
                "priorityclass", "PriorityClass", 0);
   set_short(k, "pc", NULL);
+  k->defaults = gq_sim_priorityclass_defaults;
   set_table(k, gq_tb_pc_cols, gq_tb_pc_cells);
   k = add_kind(s, "policy", "v1", "poddisruptionbudgets",
                "poddisruptionbudget", "PodDisruptionBudget", 1);
@@ -116,13 +119,16 @@ void gq_sim_kinds_init(struct gq_sim *s)
   k->has_status = 1;
   free(k->categories);
   k->categories = strv(&k->n_categories, "all", NULL);
-  add_kind(s, "admissionregistration.k8s.io", "v1",
-           "mutatingwebhookconfigurations", "mutatingwebhookconfiguration",
-           "MutatingWebhookConfiguration", 0);
-  add_kind(s, "admissionregistration.k8s.io", "v1",
-           "validatingwebhookconfigurations",
-           "validatingwebhookconfiguration", "ValidatingWebhookConfiguration",
-           0);
+  k = add_kind(s, "admissionregistration.k8s.io", "v1",
+               "mutatingwebhookconfigurations",
+               "mutatingwebhookconfiguration", "MutatingWebhookConfiguration",
+               0);
+  k->defaults = gq_sim_mutating_defaults;
+  k = add_kind(s, "admissionregistration.k8s.io", "v1",
+               "validatingwebhookconfigurations",
+               "validatingwebhookconfiguration",
+               "ValidatingWebhookConfiguration", 0);
+  k->defaults = gq_sim_validating_defaults;
   k = add_kind(s, "apiextensions.k8s.io", "v1", "customresourcedefinitions",
                "customresourcedefinition", "CustomResourceDefinition", 0);
   set_short(k, "crd", "crds");

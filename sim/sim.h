@@ -57,6 +57,7 @@
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <uthash.h>
 #include <uv.h>
 
@@ -119,6 +120,8 @@ struct gq_sim_kind {
   struct gq_sim_kind *view_of;
   json_t *(*present)(const json_t *stored); /* stored -> view, new ref */
   json_t *(*absorb)(const json_t *view);    /* view -> stored, new ref */
+  /* create-time defaults (defaults.c), or NULL; obj changed in place */
+  void (*defaults)(struct gq_sim *s, json_t *obj);
   struct gq_sim_kind *next;
 };
 
@@ -228,7 +231,23 @@ struct gq_sim {
   json_t *jobs_inflight;     /* Job uid -> pods awaiting admission */
   uv_timer_t jobs_timer;     /* runs them on the next loop turn */
   int jobs_closing;
+  FILE *record;              /* --record (record.c), or NULL */
+  uint32_t cluster_ips;      /* Service clusterIPs handed out (defaults.c) */
+  uint32_t node_ports;       /* Service nodePorts handed out */
 };
+
+/* --- record.c --- */
+/* --record PATH: from now on, every answer with a JSON content type
+ * (application/json, with or without parameters) is appended to PATH
+ * (created or truncated) as one line {"method", "path" (no query),
+ * "status", "contentType", "stream" (a watch frame), "body" (the text)},
+ * flushed at once; whitespace-only stream writes are skipped. Returns 0,
+ * or -1 with "--record: cannot write 'PATH': why" in err. Call after
+ * gq_sim_start(). */
+int gq_sim_record_start(struct gq_sim *s, const char *path, char *err,
+                        size_t errlen);
+/* Stops recording and closes the file; nothing when not recording. */
+void gq_sim_record_stop(struct gq_sim *s);
 
 /* --- jobs.c --- */
 /* Returns 1 if k is batch/v1 jobs. */
@@ -323,6 +342,28 @@ void gq_sim_default(json_t *obj, const char *key, json_t *v);
  * terminationMessagePath /dev/termination-log, terminationMessagePolicy
  * File, resources {}, ports' protocol TCP (pkg/apis/core/v1/defaults.go). */
 void gq_sim_pod_defaults(json_t *pod);
+/* The pod spec part of gq_sim_pod_defaults() (SetDefaults_PodSpec and
+ * _Container, without the ServiceAccount admission's serviceAccountName),
+ * for pod templates (a Job's spec.template.spec): spec changed in place. */
+void gq_sim_podspec_defaults(json_t *spec);
+/* The create-time defaults of the other built-in kinds, each a kind's
+ * gq_sim_kind.defaults (kinds.c), obj changed in place (absent fields
+ * only); sim/defaults.c says which fields, after which defaults.go.
+ * Namespace: label kubernetes.io/metadata.name, spec.finalizers
+ * [kubernetes], status.phase Active. */
+void gq_sim_namespace_defaults(struct gq_sim *s, json_t *ns);
+/* Service: type, sessionAffinity, ports' protocol and targetPort, an
+ * allocated clusterIP (10.96.0.0/12, from s->cluster_ips) and nodePorts
+ * (30000-32767, from s->node_ports), ipFamilies, ipFamilyPolicy, traffic
+ * policies, status.loadBalancer. */
+void gq_sim_service_defaults(struct gq_sim *s, json_t *svc);
+/* PriorityClass: preemptionPolicy PreemptLowerPriority. */
+void gq_sim_priorityclass_defaults(struct gq_sim *s, json_t *pc);
+/* Webhook configurations: failurePolicy Fail, matchPolicy Equivalent,
+ * namespace/objectSelector {}, timeoutSeconds 10, rules' scope "*",
+ * service port 443; reinvocationPolicy Never for mutating ones. */
+void gq_sim_mutating_defaults(struct gq_sim *s, json_t *cfg);
+void gq_sim_validating_defaults(struct gq_sim *s, json_t *cfg);
 
 /* --- store.c --- */
 /* Looks up an object (borrowed, immutable) or NULL. */

@@ -338,6 +338,10 @@ static int validate(struct gq_sim_req *r, json_t *obj, const char *name)
 {
   char err[ERRLEN];
 
+  if (gq_sim_name_check(r->k, name, err, sizeof(err)) != 0) {
+    invalid_msg(r, name, err);
+    return -1;
+  }
   if (r->k->is_crd) {
     const char *fv = q(r, "fieldValidation");
     struct gq_schema_report rep = {0};
@@ -481,7 +485,7 @@ static void init_status(struct gq_sim_req *r, json_t *obj)
                                   "qosClass", qos_class(obj)));
     gq_sim_pod_defaults(obj);
   } else if (is_core(r->k, "namespaces")) {
-    json_object_set_new(obj, "status", json_pack("{s:s}", "phase", "Active"));
+    json_object_set_new(obj, "status", json_object()); /* phase: defaults */
   } else if (r->k->has_status && !is_core(r->k, "nodes")) {
     json_object_del(obj, "status"); /* nodes register with their status */
   }
@@ -595,6 +599,8 @@ static void create_obj(struct gq_sim_req *r, json_t *obj)
   init_status(r, obj);
   if (gq_sim_is_job(r->k))
     gq_sim_job_defaults(obj);
+  if (r->k->defaults)
+    r->k->defaults(r->s, obj);
   if (validate(r, obj, r->name) != 0) {
     json_decref(obj);
     return;
