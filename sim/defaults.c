@@ -227,3 +227,47 @@ void gq_sim_validating_defaults(struct gq_sim *s, json_t *cfg)
   (void)s;
   webhook_defaults(cfg, 0);
 }
+
+/* Node (SetDefaults_NodeStatus): status.allocatable is the capacity when
+ * unset. */
+void gq_sim_node_defaults(struct gq_sim *s, json_t *node)
+{
+  json_t *st = json_object_get(node, "status");
+  json_t *cap = json_object_get(st, "capacity");
+
+  (void)s;
+  if (json_is_object(cap))
+    gq_sim_default(st, "allocatable", json_deep_copy(cap));
+}
+
+/* CustomResourceDefinition (apiextensions/v1
+ * SetDefaults_CustomResourceDefinitionSpec, _ServiceReference):
+ * names.singular the lower-case kind, names.listKind kind + "List",
+ * conversion {strategy: None}; a webhook conversion's service port 443. */
+void gq_sim_crd_defaults(struct gq_sim *s, json_t *crd)
+{
+  json_t *spec = json_object_get(crd, "spec");
+  json_t *names = json_object_get(spec, "names"), *svc;
+  const char *kind = json_string_value(json_object_get(names, "kind"));
+
+  (void)s;
+  if (!json_is_object(spec))
+    return;
+  if (json_is_object(names) && kind && *kind) {
+    char lower[256];
+    size_t i;
+
+    for (i = 0; kind[i] && i + 1 < sizeof(lower); i++)
+      lower[i] = (char)(kind[i] >= 'A' && kind[i] <= 'Z' ? kind[i] - 'A' + 'a'
+                                                          : kind[i]);
+    lower[i] = '\0';
+    gq_sim_default(names, "singular", json_string(lower));
+    gq_sim_default(names, "listKind", json_sprintf("%sList", kind));
+  }
+  gq_sim_default(spec, "conversion", json_pack("{s:s}", "strategy", "None"));
+  svc = json_object_get(json_object_get(json_object_get(json_object_get(
+                            spec, "conversion"), "webhook"), "clientConfig"),
+                        "service");
+  if (json_is_object(svc))
+    gq_sim_default(svc, "port", json_integer(443));
+}

@@ -76,6 +76,7 @@ void gq_sim_kinds_init(struct gq_sim *s)
   k = add_kind(s, "", "v1", "nodes", "node", "Node", 0);
   set_short(k, "no", NULL);
   k->has_status = 1;
+  k->defaults = gq_sim_node_defaults;
   set_table(k, gq_tb_node_cols, gq_tb_node_cells);
   k = add_kind(s, "", "v1", "pods", "pod", "Pod", 1);
   set_short(k, "po", NULL);
@@ -133,6 +134,7 @@ void gq_sim_kinds_init(struct gq_sim *s)
                "customresourcedefinition", "CustomResourceDefinition", 0);
   set_short(k, "crd", "crds");
   k->has_status = 1;
+  k->defaults = gq_sim_crd_defaults;
   set_table(k, gq_tb_crd_cols, gq_tb_crd_cells);
 }
 

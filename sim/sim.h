@@ -252,13 +252,16 @@ void gq_sim_record_stop(struct gq_sim *s);
 /* --- jobs.c --- */
 /* Returns 1 if k is batch/v1 jobs. */
 int gq_sim_is_job(const struct gq_sim_kind *k);
-/* The defaults the apiserver gives a new Job (batch/v1 Job reference):
- * parallelism 1, backoffLimit 6, suspend false, completionMode
- * NonIndexed, restartPolicy Never when unset; the template's
- * batch.kubernetes.io/controller-uid and job-name labels (and the legacy
- * controller-uid, job-name) and the matching selector. completions stays
- * unset when unset (any one success completes). job: its uid and name set,
- * changed in place. */
+/* The defaults the apiserver gives a new Job (batch/v1 SetDefaults_Job
+ * and the Job strategy's selector): completions and parallelism 1 when
+ * both are unset (else parallelism 1), backoffLimit 6, suspend false,
+ * completionMode NonIndexed, podReplacementPolicy TerminatingOrFailed
+ * (without a podFailurePolicy), the template's labels as the Job's when
+ * it has none; the template's batch.kubernetes.io/controller-uid and
+ * job-name labels (and the legacy controller-uid, job-name) and the
+ * matching selector; the template's pod spec defaults
+ * (gq_sim_podspec_defaults) with restartPolicy Never when unset. job: its
+ * uid and name set, changed in place. */
 void gq_sim_job_defaults(json_t *job);
 /* The template rule of a Job update: spec.template is immutable, except
  * while the Job is suspended and never started (JobMutableNodeScheduling-
@@ -364,6 +367,11 @@ void gq_sim_priorityclass_defaults(struct gq_sim *s, json_t *pc);
  * service port 443; reinvocationPolicy Never for mutating ones. */
 void gq_sim_mutating_defaults(struct gq_sim *s, json_t *cfg);
 void gq_sim_validating_defaults(struct gq_sim *s, json_t *cfg);
+/* Node: status.allocatable = status.capacity when unset. */
+void gq_sim_node_defaults(struct gq_sim *s, json_t *node);
+/* CRD: names.singular, names.listKind, conversion {strategy: None},
+ * a conversion webhook service's port 443. */
+void gq_sim_crd_defaults(struct gq_sim *s, json_t *crd);
 
 /* --- store.c --- */
 /* Looks up an object (borrowed, immutable) or NULL. */

@@ -16,9 +16,10 @@ gang with its Service, one with drainPolicy Wait and its
 PodDisruptionBudget, one preempted by a higher priority), pods, nodes,
 core and events.k8s.io Events, Leases (leader election), a batch Job,
 ConfigMaps, webhook configurations, CRDs, watches (watch.Watch().stream,
-ended by timeout_seconds) and 404/409/422/429 Status errors. The answers
+ended by timeout_seconds) and 404/409/422/429/410 Status errors. The answers
 are what schema_check.py then reads from the sim's record.
 
+404/409/422/429 and a watch's 410 ERROR event are expected failures.
 Waits are for conditions with deadlines (watch streams, then a re-list),
 never sleeps. Exit 0, or 1 with the failing step on stderr.
 """
@@ -414,6 +415,22 @@ class World:
                                      "spec": {"replicas": "two"}})
         log("404, 409, 422 Status errors: ok")
 
+    def expired_watch(self):
+        """A watch from resourceVersion 1, long compacted (the sim runs
+        with a small --watch-window), gets one ERROR event with a 410
+        Expired Status, which the client raises."""
+        e = None
+        try:
+            for _ in watch.Watch().stream(self.core.list_namespaced_pod, NS,
+                                          resource_version="1",
+                                          timeout_seconds=5):
+                pass
+        except ApiException as err:
+            e = err
+        if e is None or e.status != 410:
+            raise Failure("watch from rv 1: want 410, got %s" % e)
+        log("expired watch: 410 ERROR event: ok")
+
     def cleanup(self):
         for name in ("hi", "lo", "w"):
             self.custom.delete_namespaced_custom_object(G, V, NS, "gpujobs",
@@ -432,7 +449,7 @@ def main(argv):
         return 2
     w = World(argv[1])
     steps = [w.discovery, w.setup_objects, w.errors, w.nodes, w.pods,
-             w.events_api, w.leases, w.batch_job, w.gpujobs, w.cleanup]
+             w.events_api, w.leases, w.batch_job, w.gpujobs, w.expired_watch, w.cleanup]
     for step in steps:
         try:
             step()
