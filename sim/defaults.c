@@ -178,6 +178,32 @@ void gq_sim_service_defaults(struct gq_sim *s, json_t *svc)
     json_object_set_new(svc, "status", json_pack("{s:{}}", "loadBalancer"));
 }
 
+void gq_sim_service_keep(const json_t *cur, json_t *next)
+{
+  static const char *const keys[] = {"clusterIP", "clusterIPs", "ipFamilies",
+                                     "ipFamilyPolicy", NULL};
+  const json_t *cspec = json_object_get(cur, "spec"), *cp;
+  json_t *nspec = json_object_get(next, "spec"), *np;
+  size_t i, j;
+
+  if (!json_is_object(nspec))
+    return;
+  for (i = 0; keys[i]; i++)
+    if (!json_object_get(nspec, keys[i]) && json_object_get(cspec, keys[i]))
+      json_object_set(nspec, keys[i], json_object_get(cspec, keys[i]));
+  json_array_foreach(json_object_get(nspec, "ports"), i, np) {
+    if (!json_is_object(np) || json_object_get(np, "nodePort"))
+      continue;
+    json_array_foreach(json_object_get(cspec, "ports"), j, cp)
+      if (json_equal(json_object_get(cp, "port"),
+                     json_object_get(np, "port")) &&
+          json_object_get(cp, "nodePort")) {
+        json_object_set(np, "nodePort", json_object_get(cp, "nodePort"));
+        break;
+      }
+  }
+}
+
 /* PriorityClass (scheduling/v1 SetDefaults_PriorityClass):
  * preemptionPolicy PreemptLowerPriority. */
 void gq_sim_priorityclass_defaults(struct gq_sim *s, json_t *pc)

@@ -360,6 +360,11 @@ void gq_sim_namespace_defaults(struct gq_sim *s, json_t *ns);
  * (30000-32767, from s->node_ports), ipFamilies, ipFamilyPolicy, traffic
  * policies, status.loadBalancer. */
 void gq_sim_service_defaults(struct gq_sim *s, json_t *svc);
+/* A Service update (next, changed in place) that leaves out what create
+ * allocated keeps cur's (borrowed): clusterIP, clusterIPs, ipFamilies,
+ * ipFamilyPolicy, and each port's nodePort (matched by port number), as
+ * the service registry's patchAllocatedValues does. */
+void gq_sim_service_keep(const json_t *cur, json_t *next);
 /* PriorityClass: preemptionPolicy PreemptLowerPriority. */
 void gq_sim_priorityclass_defaults(struct gq_sim *s, json_t *pc);
 /* Webhook configurations: failurePolicy Fail, matchPolicy Equivalent,

@@ -771,6 +771,25 @@ static int check_job(struct gq_sim_req *r, const json_t *cur,
   return -1;
 }
 
+/* Defaults on update, as kube-apiserver defaults every body it decodes:
+ * the kind's create-time defaults (a Service first keeps the IPs and node
+ * ports it was given at create, gq_sim_service_keep). Not on /status, and
+ * not for Jobs (their selector is the create's). */
+static void update_defaults(struct gq_sim_req *r, const json_t *cur,
+                            json_t *next)
+{
+  if (*r->sub)
+    return;
+  if (is_core(r->k, "pods")) {
+    gq_sim_pod_defaults(next);
+    return;
+  }
+  if (is_core(r->k, "services"))
+    gq_sim_service_keep(cur, next);
+  if (r->k->defaults)
+    r->k->defaults(r->s, next);
+}
+
 /* Stores next (taken) as the new state of cur, with the API server's
  * update rules; answers 200 or an error. */
 static void commit_update(struct gq_sim_req *r, const json_t *cur,
@@ -779,6 +798,7 @@ static void commit_update(struct gq_sim_req *r, const json_t *cur,
   const char *want_rv, *cur_rv = gq_meta_str(cur, "resourceVersion");
 
   next = merge_update(r, cur, next);
+  update_defaults(r, cur, next);
   want_rv = gq_meta_str(next, "resourceVersion");
   if (*want_rv && strcmp(want_rv, cur_rv) != 0) {
     json_decref(next);

@@ -168,6 +168,28 @@ class World:
                 ("ClusterIP", "None", "TCP", 80, ["IPv4"], "Cluster") or \
                 svc.spec.cluster_i_ps != [svc.spec.cluster_ip]:
             raise Failure("service defaults: %s" % svc.spec)
+        # an update that leaves out the allocated IP keeps it
+        got = self.core.replace_namespaced_service(
+            "py-svc", NS, client.V1Service(
+            metadata=client.V1ObjectMeta(
+                name="py-svc",
+                resource_version=svc.metadata.resource_version),
+            spec=client.V1ServiceSpec(
+                selector={"app": "py2"},
+                ports=[client.V1ServicePort(port=80)])))
+        if got.spec.cluster_ip != svc.spec.cluster_ip or \
+                got.spec.ports[0].target_port != 80:
+            raise Failure("service update: %s" % got.spec)
+        np = self.core.create_namespaced_service(NS, client.V1Service(
+            metadata=client.V1ObjectMeta(name="py-np"),
+            spec=client.V1ServiceSpec(
+                type="NodePort", selector={"app": "py"},
+                ports=[client.V1ServicePort(port=81)])))
+        if not 30000 <= (np.spec.ports[0].node_port or 0) <= 32767 or \
+                np.spec.external_traffic_policy != "Cluster" or \
+                np.spec.cluster_ip == svc.spec.cluster_ip:
+            raise Failure("NodePort service defaults: %s" % np.spec)
+        self.core.delete_namespaced_service("py-np", NS)
         self.core.list_service_for_all_namespaces()
         self.webhooks()
         log("namespaces, priority classes, quota, CRDs, configmap, "
@@ -312,6 +334,31 @@ class World:
             "py-pod", NS))
         log("pods: create, watch (%d events), patch, delete: ok" % seen)
 
+    def pod_states(self):
+        """A pod that fails (exit 3) and one whose start is delayed: the
+        terminated and waiting container states."""
+        for name, ann in (("py-fail", {"sim.gpuq.dev/fail-after-seconds": "1",
+                                       "sim.gpuq.dev/exit-code": "3"}),
+                          ("py-slow", {"sim.gpuq.dev/start-delay-seconds":
+                                       "3600"})):
+            self.core.create_namespaced_pod(NS, client.V1Pod(
+                metadata=client.V1ObjectMeta(name=name, annotations=ann),
+                spec=client.V1PodSpec(restart_policy="Never", containers=[
+                    client.V1Container(name="c", image="busybox")])))
+        p = self.wait_for("py-fail Failed", self.core.list_namespaced_pod,
+                          lambda p: p.metadata.name == "py-fail" and
+                          p.status.phase == "Failed", NS)
+        code = p.status.container_statuses[0].state.terminated.exit_code
+        if code != 3:
+            raise Failure("py-fail exit code %s" % code)
+        self.wait_for("py-slow waiting", self.core.list_namespaced_pod,
+                      lambda p: p.metadata.name == "py-slow" and any(
+                          c.state.waiting for c in
+                          p.status.container_statuses or []), NS)
+        for name in ("py-fail", "py-slow"):
+            self.core.delete_namespaced_pod(name, NS)
+        log("pod states (terminated with exit 3, waiting): ok")
+
     def wait_gone(self, what, read):
         end = time.monotonic() + DEADLINE_S
         while time.monotonic() < end:
@@ -340,6 +387,17 @@ class World:
                       lambda x: x.metadata.name == "py-node" and
                       (x.metadata.labels or {}).get("py") == "1")
         self.core.read_node_status("py-node")
+        # NotReady (the sim's own endpoint): the Ready condition Unknown
+        self.api.call_api("/sim/v1/nodes/pa-00/notready", "POST")
+        self.wait_for("pa-00 NotReady", self.core.list_node,
+                      lambda x: x.metadata.name == "pa-00" and any(
+                          c.type == "Ready" and c.status == "Unknown"
+                          for c in x.status.conditions or []))
+        self.api.call_api("/sim/v1/nodes/pa-00/ready", "POST")
+        self.wait_for("pa-00 Ready", self.core.list_node,
+                      lambda x: x.metadata.name == "pa-00" and any(
+                          c.type == "Ready" and c.status == "True"
+                          for c in x.status.conditions or []))
         self.core.delete_node("py-node")
         self.wait_gone("py-node", lambda: self.core.read_node("py-node"))
         log("nodes: list, create, watch, patch, delete: ok")
@@ -449,6 +507,7 @@ def main(argv):
         return 2
     w = World(argv[1])
     steps = [w.discovery, w.setup_objects, w.errors, w.nodes, w.pods,
+             w.pod_states,
              w.events_api, w.leases, w.batch_job, w.gpujobs, w.expired_watch, w.cleanup]
     for step in steps:
         try:
