@@ -27,6 +27,8 @@
  *   table.c      server-side printing (meta.k8s.io/v1 Table; the built-in
  *                kinds' columns in table_builtin.h)
  *   discovery.c  /version, /api, /apis (aggregated and legacy), /openapi/v3
+ *   defaults.c   the built-in kinds' defaults, on create and update
+ *   record.c     --record: every JSON answer, one line each, to a file
  *   protobuf.c   the protobuf bodies kubectl sends (protobuf.h)
  *   clock.c      /sim/v1/clock: reading the virtual clock, waiting until a
  *                virtual time is settled
