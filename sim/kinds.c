@@ -310,17 +310,10 @@ static int fill_crd_fields(struct gq_sim_kind *k, json_t *crd,
   const json_t *names = json_object_get(spec, "names");
   const char *kind = json_string_value(json_object_get(names, "kind"));
 
+  /* singular and listKind: the CRD's defaults (gq_sim_crd_defaults) */
   k->singular = jstr(names, "singular");
-  if (!*k->singular) {
-    free(k->singular);
-    k->singular = gq_xstrdup(kind);
-    for (char *p = k->singular; *p; p++)
-      *p = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
-  }
   k->kind = gq_xstrdup(kind);
-  k->list_kind = json_is_string(json_object_get(names, "listKind"))
-                     ? jstr(names, "listKind")
-                     : gq_xasprintf("%sList", kind);
+  k->list_kind = jstr(names, "listKind");
   k->short_names = jstrv(json_object_get(names, "shortNames"), &k->n_short);
   k->categories = jstrv(json_object_get(names, "categories"),
                         &k->n_categories);
@@ -347,6 +340,7 @@ int gq_sim_kind_from_crd(struct gq_sim *s, json_t *crd, char *err,
   struct gq_sim_kind *k;
   char why[512];
 
+  gq_sim_crd_defaults(s, crd); /* names.singular, listKind (in place) */
   if (!ver)
     return GQ_EINVAL;
   version = json_string_value(json_object_get(ver, "name"));

@@ -325,7 +325,8 @@ int gq_sim_kind_find_gv(struct gq_sim *s, const char *group,
                         const char *version);
 struct gq_sim_kind *gq_sim_kind_by_kind(struct gq_sim *s, const char *group,
                                         const char *kind);
-/* Registers (or re-registers) the kinds a CRD object defines. Takes a
+/* Registers (or re-registers) the kinds a CRD object defines, after
+ * giving crd its defaults (gq_sim_crd_defaults, in place). Takes a
  * reference to crd. Returns 0 or GQ_EINVAL with a message. */
 int gq_sim_kind_from_crd(struct gq_sim *s, json_t *crd, char *err,
                          size_t errlen);
