@@ -17,7 +17,8 @@
  *      discovery lists was never checked.
  *   3. the checker itself fails on a record with a missing required
  *      field, a wrong type, a bad timestamp, an error that is not a
- *      Status and a served kind with no check
+ *      Status, a served kind with no check and a group whose resources
+ *      were never listed
  *      (tests/fixtures/schema_check/bad-record.jsonl).
  * The scripts wait for conditions with deadlines, never for time.
  */
@@ -174,6 +175,7 @@ static void test_checker_fails(void **state)
       "v1 Widget has no typed model",
       "served kind never checked: v1 WidgetList",
       "served kind never checked: v1 Node (nodes)",
+      "no APIResourceList recorded for example.dev/v1",
       NULL};
 
   (void)state;

@@ -10,8 +10,9 @@ checks, every value is compared with the type the model declares (str,
 int, bool, datetime, dict, list, nested model): the client's deserializer
 lets a wrong primitive type through, this check does not.
 
-Coverage: every resource the recorded discovery documents list (the
-kinds gpuq-sim serves, /api/v1 and /apis/G/V), subresources aside, must
+Coverage: every group/version of the recorded /apis (and core v1) must
+have its recorded APIResourceList, and every resource those list (the
+kinds gpuq-sim serves), subresources aside, must
 have had at least one object and one List deserialized; a served kind
 with no model here fails the check too. Custom resources (the kinds of
 the recorded CustomResourceDefinitions) have no typed model: their
@@ -72,6 +73,8 @@ class Checker:
         self.served = {}  # (apiVersion, kind) -> resource name
         self.lists = {}   # (apiVersion, kind) -> list kind
         self.crd_kinds = set()
+        self.group_versions = {"v1"}  # from APIGroupList (+ core)
+        self.listed = set()  # groupVersions with a recorded APIResourceList
         self.bodies = 0
 
     def fail(self, where, why):
@@ -180,6 +183,10 @@ class Checker:
                 self.note_crd(it)
         elif kind == "APIResourceList":
             self.note_resources(obj)
+        elif kind == "APIGroupList":
+            for g in obj.get("groups") or []:
+                for v in g.get("versions") or []:
+                    self.group_versions.add(v.get("groupVersion"))
 
     def note_crd(self, crd):
         group = (crd.get("spec") or {}).get("group")
@@ -204,6 +211,7 @@ class Checker:
 
     def note_resources(self, rl):
         gv = rl.get("groupVersion")
+        self.listed.add(gv)
         for r in rl.get("resources") or []:
             if "/" in r.get("name", ""):
                 continue  # a subresource: its answers are checked as seen
@@ -246,6 +254,10 @@ class Checker:
 
     def coverage(self):
         missing = []
+        # every group/version served must have been listed: its kinds
+        # are what the coverage below asks for
+        for gv in sorted(self.group_versions - self.listed):
+            self.fail("coverage", "no APIResourceList recorded for " + gv)
         for (gv, kind), res in sorted(self.served.items()):
             list_kind = kind + "List"
             for k in (kind, list_kind):
