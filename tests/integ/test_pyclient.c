@@ -13,12 +13,12 @@
  *      kind it serves (docs in the script). Every call must succeed.
  *   2. once the controller and the sim have stopped, schema_check.py
  *      deserializes every recorded body (watch frames too) into the typed
- *      models, checks each value's type, and fails if a kind the sim's
- *      discovery lists was never checked.
+ *      models, checks each value's type (and the API's enums), and fails
+ *      if a kind the sim's discovery lists was never checked.
  *   3. the checker itself fails on a record with a missing required
- *      field, a wrong type, a bad timestamp, an error that is not a
- *      Status, a served kind with no check and a group whose resources
- *      were never listed
+ *      field, a wrong type, a value outside an enum, a bad timestamp, an
+ *      error that is not a Status, a served kind with no check and a group
+ *      whose resources were never listed
  *      (tests/fixtures/schema_check/bad-record.jsonl).
  * The scripts wait for conditions with deadlines, never for time.
  */
@@ -176,6 +176,7 @@ static void test_checker_fails(void **state)
       "served kind never checked: v1 WidgetList",
       "served kind never checked: v1 Node (nodes)",
       "no APIResourceList recorded for example.dev/v1",
+      "status.phase: 'Runing' is not one of",
       NULL};
 
   (void)state;

@@ -8,7 +8,9 @@ generated from Kubernetes' OpenAPI document) with client-side validation
 on: a required field that is missing fails. On top of the client's own
 checks, every value is compared with the type the model declares (str,
 int, bool, datetime, dict, list, nested model): the client's deserializer
-lets a wrong primitive type through, this check does not.
+lets a wrong primitive type through, this check does not. The 22.6 models
+have no enums; ENUMS below holds the API reference's values for the
+string fields of the kinds served, and a value outside them fails.
 
 Coverage: every group/version of the recorded /apis (and core v1) must
 have its recorded APIResourceList, and every resource those list (the
@@ -48,6 +50,70 @@ NO_MODEL = {
     ("meta.k8s.io/v1", "Table"),
     ("authentication.k8s.io/v1", "SelfSubjectReview"),
 }
+# The 22.6 models carry no enums (Kubernetes 1.22's OpenAPI document had
+# none); these are the values the API reference gives for the string
+# fields of the kinds gpuq-sim serves (the 1.32 OpenAPI "enum"s). A list
+# field's items are checked one by one.
+_COND = {"True", "False", "Unknown"}
+_PROTO = {"TCP", "UDP", "SCTP"}
+_EFFECT = {"NoSchedule", "PreferNoSchedule", "NoExecute"}
+_HOOK = {"failurePolicy": {"Ignore", "Fail"},
+         "matchPolicy": {"Exact", "Equivalent"},
+         "sideEffects": {"None", "NoneOnDryRun", "Some", "Unknown"}}
+ENUMS = {
+    ("V1PodStatus", "phase"): {"Pending", "Running", "Succeeded", "Failed",
+                               "Unknown"},
+    ("V1PodStatus", "qosClass"): {"Guaranteed", "Burstable", "BestEffort"},
+    ("V1PodSpec", "restartPolicy"): {"Always", "OnFailure", "Never"},
+    ("V1PodSpec", "dnsPolicy"): {"ClusterFirst", "ClusterFirstWithHostNet",
+                                 "Default", "None"},
+    ("V1PodSpec", "preemptionPolicy"): {"PreemptLowerPriority", "Never"},
+    ("V1Container", "imagePullPolicy"): {"Always", "Never", "IfNotPresent"},
+    ("V1Container", "terminationMessagePolicy"): {"File",
+                                                  "FallbackToLogsOnError"},
+    ("V1ContainerPort", "protocol"): _PROTO,
+    ("V1ServicePort", "protocol"): _PROTO,
+    ("V1PodCondition", "status"): _COND,
+    ("V1NodeCondition", "status"): _COND,
+    ("V1JobCondition", "status"): _COND,
+    ("V1Condition", "status"): _COND,
+    ("V1CustomResourceDefinitionCondition", "status"): _COND,
+    ("V1ServiceSpec", "type"): {"ClusterIP", "NodePort", "LoadBalancer",
+                                "ExternalName"},
+    ("V1ServiceSpec", "sessionAffinity"): {"None", "ClientIP"},
+    ("V1ServiceSpec", "ipFamilyPolicy"): {"SingleStack", "PreferDualStack",
+                                          "RequireDualStack"},
+    ("V1ServiceSpec", "ipFamilies"): {"IPv4", "IPv6"},
+    ("V1ServiceSpec", "internalTrafficPolicy"): {"Cluster", "Local"},
+    ("V1ServiceSpec", "externalTrafficPolicy"): {"Cluster", "Local"},
+    ("V1Taint", "effect"): _EFFECT,
+    ("V1Toleration", "effect"): _EFFECT | {""},
+    ("V1Toleration", "operator"): {"Exists", "Equal", ""},
+    ("V1NodeAddress", "type"): {"Hostname", "InternalIP", "ExternalIP",
+                                "InternalDNS", "ExternalDNS"},
+    ("V1NamespaceStatus", "phase"): {"Active", "Terminating"},
+    ("V1PriorityClass", "preemptionPolicy"): {"PreemptLowerPriority",
+                                              "Never"},
+    ("V1MutatingWebhook", "reinvocationPolicy"): {"Never", "IfNeeded"},
+    ("V1RuleWithOperations", "scope"): {"*", "Cluster", "Namespaced"},
+    ("V1RuleWithOperations", "operations"): {"*", "CREATE", "UPDATE",
+                                             "DELETE", "CONNECT"},
+    ("V1JobSpec", "completionMode"): {"NonIndexed", "Indexed"},
+    ("V1CustomResourceDefinitionSpec", "scope"): {"Cluster", "Namespaced"},
+    ("V1CustomResourceConversion", "strategy"): {"None", "Webhook"},
+    ("CoreV1Event", "type"): {"Normal", "Warning"},
+    ("EventsV1Event", "type"): {"Normal", "Warning"},
+    ("V1Status", "status"): {"Success", "Failure"},
+    ("V1LabelSelectorRequirement", "operator"): {"In", "NotIn", "Exists",
+                                                 "DoesNotExist"},
+    ("V1NodeSelectorRequirement", "operator"): {"In", "NotIn", "Exists",
+                                                "DoesNotExist", "Gt", "Lt"},
+}
+for _k in ("V1MutatingWebhook", "V1ValidatingWebhook"):
+    for _f, _v in _HOOK.items():
+        ENUMS[(_k, _f)] = _v
+for (_m, _f) in ENUMS:  # a misspelt entry would check nothing
+    assert _f in getattr(models, _m).attribute_map.values(), (_m, _f)
 # Non-Kubernetes endpoints of the sim and documents with no kind.
 SKIP_PATH = re.compile(r"^/(sim/|openapi/|healthz|readyz|livez|metrics)")
 
@@ -127,6 +193,12 @@ class Checker:
                     continue
                 self.typecheck(v, klass.openapi_types[attr],
                                "%s.%s" % (where, key))
+                allowed = ENUMS.get((typ, key))
+                for e in (v if isinstance(v, list) else [v]):
+                    if allowed and e is not None and e not in allowed:
+                        self.fail("%s.%s" % (where, key),
+                                  "%r is not one of %s" %
+                                  (e, ", ".join(sorted(allowed))))
             return
         if not ok:
             self.fail(where, "want %s, got %r" % (typ, value))
