@@ -174,8 +174,10 @@ void gq_sim_service_defaults(struct gq_sim *s, json_t *svc)
     gq_sim_default(spec, "externalTrafficPolicy", json_string("Cluster"));
   if (!strcmp(type, "LoadBalancer"))
     gq_sim_default(spec, "allocateLoadBalancerNodePorts", json_true());
-  if (!json_is_object(json_object_get(svc, "status")))
-    json_object_set_new(svc, "status", json_pack("{s:{}}", "loadBalancer"));
+  gq_sim_default(svc, "status", json_object());
+  if (json_is_object(json_object_get(svc, "status")))
+    gq_sim_default(json_object_get(svc, "status"), "loadBalancer",
+                   json_object());
 }
 
 void gq_sim_service_keep(const json_t *cur, json_t *next)

@@ -487,7 +487,19 @@ static void init_status(struct gq_sim_req *r, json_t *obj)
   } else if (is_core(r->k, "namespaces")) {
     json_object_set_new(obj, "status", json_object()); /* phase: defaults */
   } else if (r->k->has_status && !is_core(r->k, "nodes")) {
-    json_object_del(obj, "status"); /* nodes register with their status */
+    /* nodes register with their status. A built-in kind's status is a Go
+     * struct, which kube-apiserver always writes ("status": {} when
+     * empty); a custom resource has none until one is written. */
+    if (r->k->is_crd)
+      json_object_del(obj, "status");
+    else if (!strcmp(r->k->plural, "poddisruptionbudgets")) /* no omitempty */
+      json_object_set_new(obj, "status",
+                          json_pack("{s:i, s:i, s:i, s:i}", "currentHealthy",
+                                    0, "desiredHealthy", 0,
+                                    "disruptionsAllowed", 0, "expectedPods",
+                                    0));
+    else
+      json_object_set_new(obj, "status", json_object());
   }
 }
 
