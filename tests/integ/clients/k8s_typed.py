@@ -16,10 +16,10 @@ gang with its Service, one with drainPolicy Wait and its
 PodDisruptionBudget, one preempted by a higher priority), pods, nodes,
 core and events.k8s.io Events, Leases (leader election), a batch Job,
 ConfigMaps, webhook configurations, CRDs, watches (watch.Watch().stream,
-ended by timeout_seconds) and 404/409/422/429/410 Status errors. The answers
-are what schema_check.py then reads from the sim's record.
+ended by timeout_seconds) and the expected errors (404, 409, 422, 429
+Status answers; a watch's 410 ERROR event). The answers are what
+schema_check.py then reads from the sim's record.
 
-404/409/422/429 and a watch's 410 ERROR event are expected failures.
 Waits are for conditions with deadlines (watch streams, then a re-list),
 never sleeps. Exit 0, or 1 with the failing step on stderr.
 """
@@ -77,9 +77,10 @@ class World:
     # -- waiting -------------------------------------------------------
     def wait_for(self, what, list_fn, pred, *args, **kwargs):
         """Watches list_fn(*args) until pred(object) holds for one object
-        (the current list first, then watch events), within DEADLINE_S.
-        Returns that object. Each stream ends by timeout_seconds and is
-        resumed from the last resourceVersion it saw."""
+        (the current list first, then watch events from its
+        resourceVersion), within DEADLINE_S. Returns that object. Each
+        stream ends by timeout_seconds; then, or after a 410 (the sim's
+        watch window is small), it lists and watches again."""
         end = time.monotonic() + DEADLINE_S
         while time.monotonic() < end:
             lst = list_fn(*args, **kwargs)
@@ -90,13 +91,18 @@ class World:
             rv = (lst["metadata"]["resourceVersion"] if isinstance(lst, dict)
                   else lst.metadata.resource_version)
             w = watch.Watch()
-            for ev in w.stream(list_fn, *args, resource_version=rv,
-                               timeout_seconds=5, **kwargs):
-                if ev["type"] in ("ADDED", "MODIFIED") and pred(ev["object"]):
-                    w.stop()
-                    return ev["object"]
-                if time.monotonic() > end:
-                    w.stop()
+            try:
+                for ev in w.stream(list_fn, *args, resource_version=rv,
+                                   timeout_seconds=5, **kwargs):
+                    if ev["type"] in ("ADDED", "MODIFIED") and \
+                            pred(ev["object"]):
+                        w.stop()
+                        return ev["object"]
+                    if time.monotonic() > end:
+                        w.stop()
+            except ApiException as e:
+                if e.status != 410:
+                    raise
         raise Failure("timed out waiting for " + what)
 
     def jobs(self, **kw):
