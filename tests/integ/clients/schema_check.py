@@ -32,8 +32,8 @@ import re
 import sys
 
 import kubernetes.client as kc
-import kubernetes.client.rest  # noqa: F401 (kc.rest)
 from kubernetes.client import models
+from kubernetes.client.rest import ApiException
 
 # Kinds whose model name is not "V1" + kind (group/version -> kind -> model).
 SPECIAL = {
@@ -222,7 +222,7 @@ class Checker:
         try:
             self.api._ApiClient__deserialize(data, typ)
         except (ValueError, TypeError, AttributeError,
-                kc.rest.ApiException) as e:  # ApiException: a bad datetime
+                ApiException) as e:  # ApiException: a bad datetime
             self.fail(where, "%s: %s" % (typ, " ".join(str(e).split())))
             return False
         self.typecheck(data, typ, where)
