@@ -13,7 +13,7 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 DEPS_PKGS := gcc make cmake pkg-config libcurl4-openssl-dev libjansson-dev \
              libuv1-dev libhiredis-dev libyaml-dev libmicrohttpd-dev \
              libcmocka-dev uthash-dev libssl-dev zlib1g-dev openssl redis-server prometheus \
-             gnuplot-nox curl
+             gnuplot-nox curl python3-kubernetes
 
 # make fuzz needs clang and libFuzzer as well; make test does not (it
 # replays the fuzz corpora with gcc), so these stay out of DEPS_PKGS.

@@ -31,6 +31,8 @@ struct gq_httpd {
   gq_http_handler_cb cb;
   void *arg;
   struct gq_http_stream *streams; /* open streams, for close */
+  gq_http_tap_cb tap;             /* gq_httpd_set_tap, or NULL */
+  void *tap_arg;
 };
 
 struct delayed;
@@ -62,6 +64,7 @@ struct gq_http_stream {
   gq_http_stream_gone_cb gone_cb;
   void *arg;
   struct gq_http_stream *next, *prev;
+  char *tap_method, *tap_path, *tap_ctype; /* copies, with a tap only */
 };
 
 static void run_mhd(struct gq_httpd *h);
@@ -132,6 +135,9 @@ void gq_http_respond(struct gq_http_req *r, unsigned status,
   struct MHD_Response *resp =
       make_response(content_type, body, len, extra_headers);
 
+  if (r->h->tap)
+    r->h->tap(r->method, r->path, status, content_type, body, len, 0,
+              r->h->tap_arg);
   if (r->state == REQ_HANDLING) {
     queue(r, status, resp);
     return;
@@ -168,6 +174,9 @@ void gq_http_respond_later(struct gq_http_req *r, uint64_t delay_ms,
 {
   struct delayed *d = gq_xcalloc(1, sizeof(*d));
 
+  if (r->h->tap)
+    r->h->tap(r->method, r->path, status, content_type, body, len, 0,
+              r->h->tap_arg);
   r->ready = make_response(content_type, body, len, NULL);
   r->ready_status = status;
   r->state = REQ_WAITING;
@@ -214,6 +223,9 @@ static void stream_free(void *cls)
   if (s->next)
     s->next->prev = s->prev;
   gq_buf_release(&s->out);
+  free(s->tap_method);
+  free(s->tap_path);
+  free(s->tap_ctype);
   free(s);
 }
 
@@ -229,6 +241,11 @@ struct gq_http_stream *gq_http_stream_open(struct gq_http_req *r,
   s->conn = r->conn;
   s->gone_cb = gone_cb;
   s->arg = arg;
+  if (r->h->tap) {
+    s->tap_method = gq_xstrdup(r->method);
+    s->tap_path = gq_xstrdup(r->path);
+    s->tap_ctype = gq_xstrdup(content_type);
+  }
   gq_buf_init(&s->out, STREAM_CAP);
   s->next = r->h->streams;
   if (s->next)
@@ -263,6 +280,9 @@ int gq_http_stream_write(struct gq_http_stream *s, const char *p, size_t n)
 {
   if (s->closing)
     return GQ_ECLOSED;
+  if (s->tap_path && s->h->tap)
+    s->h->tap(s->tap_method, s->tap_path, 200, s->tap_ctype, p, n, 1,
+              s->h->tap_arg);
   if (gq_buf_append(&s->out, p, n) != 0) {
     gq_http_stream_close(s);
     return GQ_ETOOBIG;
@@ -350,6 +370,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
   gq_buf_release(&r->body);
   free(r);
   *con_cls = NULL;
+}
+
+void gq_httpd_set_tap(struct gq_httpd *h, gq_http_tap_cb tap, void *arg)
+{
+  h->tap = tap;
+  h->tap_arg = arg;
 }
 
 const char *gq_http_method(const struct gq_http_req *r)

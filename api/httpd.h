@@ -109,4 +109,19 @@ int gq_http_stream_write(struct gq_http_stream *s, const char *p, size_t n);
 /* Ends the stream after the pending bytes are sent. Idempotent. */
 void gq_http_stream_close(struct gq_http_stream *s);
 
+/* A tap sees every answer the server sends: method and path (no query) of
+ * the request, status, content type and body bytes (borrowed, valid during
+ * the call only; not NUL-terminated). An answer is seen once, when it is
+ * made (gq_http_respond, gq_http_respond_later); a stream is seen once per
+ * gq_http_stream_write with stream 1 and status 200. */
+typedef void (*gq_http_tap_cb)(const char *method, const char *path,
+                               unsigned status, const char *content_type,
+                               const char *body, size_t len, int stream,
+                               void *arg);
+
+/* Installs tap (NULL removes it) for the answers made from now on; streams
+ * opened before keep none. Costs one pointer test per answer without a tap.
+ * gpuq-sim's --record uses it (docs/sim.md). */
+void gq_httpd_set_tap(struct gq_httpd *h, gq_http_tap_cb tap, void *arg);
+
 #endif

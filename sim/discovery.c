@@ -214,6 +214,25 @@ static json_t *group_list(struct gq_sim *s)
                    "v1", "groups", groups);
 }
 
+/* /apis/GROUP: the group's APIGroup (kube-apiserver serves one per group;
+ * the official Python client's ApisApi reads them), or NULL if no kind of
+ * the group is served. */
+static json_t *api_group(struct gq_sim *s, const char *group)
+{
+  json_t *list = group_list(s), *g, *out = NULL;
+  size_t i;
+
+  json_array_foreach(json_object_get(list, "groups"), i, g)
+    if (!strcmp(json_string_value(json_object_get(g, "name")), group)) {
+      out = json_deep_copy(g);
+      json_object_set_new(out, "kind", json_string("APIGroup"));
+      json_object_set_new(out, "apiVersion", json_string("v1"));
+      break;
+    }
+  json_decref(list);
+  return out;
+}
+
 static json_t *api_versions(int port)
 {
   char addr[64];
@@ -344,6 +363,7 @@ int gq_sim_discovery(struct gq_sim *s, struct gq_http_req *req)
   int agg = accept && strstr(accept, "as=APIGroupDiscoveryList") != NULL;
   char seg[GQ_SIM_MAX_SEGS][256];
   int n = gq_sim_split_path(gq_http_path(req), seg);
+  json_t *doc;
 
   if (n == 1 && strcmp(seg[0], "version") == 0)
     send_json(req, version_doc(), "application/json");
@@ -360,6 +380,9 @@ int gq_sim_discovery(struct gq_sim *s, struct gq_http_req *req)
               agg ? AGG_CTYPE : "application/json");
   else if (n == 2 && strcmp(seg[0], "api") == 0 && strcmp(seg[1], "v1") == 0)
     send_json(req, resource_list(s, "", "v1"), "application/json");
+  else if (n == 2 && strcmp(seg[0], "apis") == 0 &&
+           (doc = api_group(s, seg[1])) != NULL)
+    send_json(req, doc, "application/json");
   else if (n == 3 && strcmp(seg[0], "apis") == 0 &&
            gq_sim_kind_find_gv(s, seg[1], seg[2]))
     send_json(req, resource_list(s, seg[1], seg[2]), "application/json");

@@ -55,7 +55,14 @@ void gq_sim_job_defaults(json_t *job)
 
   if (!json_is_object(spec))
     return;
+  /* a non-parallel Job: both unset means both 1 */
+  if (!json_object_get(spec, "completions") &&
+      !json_object_get(spec, "parallelism"))
+    json_object_set_new(spec, "completions", json_integer(1));
   gq_sim_default(spec, "parallelism", json_integer(1));
+  if (!json_object_get(spec, "podFailurePolicy"))
+    gq_sim_default(spec, "podReplacementPolicy",
+                   json_string("TerminatingOrFailed"));
   gq_sim_default(spec, "backoffLimit", json_integer(6));
   gq_sim_default(spec, "suspend", json_false());
   gq_sim_default(spec, "completionMode", json_string("NonIndexed"));
@@ -65,6 +72,11 @@ void gq_sim_job_defaults(json_t *job)
     json_object_set_new(tmpl, "metadata", tm = json_object());
   if (!json_is_object(labels = json_object_get(tm, "labels")))
     json_object_set_new(tm, "labels", labels = json_object());
+  if (json_object_size(labels) &&
+      !json_object_size(json_object_get(json_object_get(job, "metadata"),
+                                        "labels")))
+    json_object_set_new(json_object_get(job, "metadata"), "labels",
+                        json_deep_copy(labels)); /* the template's, as given */
   json_object_set_new(labels, LBL_UID, json_string(uid));
   json_object_set_new(labels, LBL_NAME, json_string(name));
   json_object_set_new(labels, "controller-uid", json_string(uid));
@@ -74,6 +86,7 @@ void gq_sim_job_defaults(json_t *job)
   gq_sim_default(json_object_get(tmpl, "spec") ? json_object_get(tmpl, "spec")
                                              : tmpl,
               "restartPolicy", json_string("Never"));
+  gq_sim_podspec_defaults(json_object_get(tmpl, "spec"));
 }
 
 int gq_sim_job_check_update(const json_t *cur, const json_t *next,

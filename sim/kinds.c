@@ -71,10 +71,12 @@ void gq_sim_kinds_init(struct gq_sim *s)
   k = add_kind(s, "", "v1", "namespaces", "namespace", "Namespace", 0);
   set_short(k, "ns", NULL);
   k->has_status = 1;
+  k->defaults = gq_sim_namespace_defaults;
   set_table(k, gq_tb_namespace_cols, gq_tb_namespace_cells);
   k = add_kind(s, "", "v1", "nodes", "node", "Node", 0);
   set_short(k, "no", NULL);
   k->has_status = 1;
+  k->defaults = gq_sim_node_defaults;
   set_table(k, gq_tb_node_cols, gq_tb_node_cells);
   k = add_kind(s, "", "v1", "pods", "pod", "Pod", 1);
   set_short(k, "po", NULL);
@@ -86,6 +88,7 @@ void gq_sim_kinds_init(struct gq_sim *s)
   k = add_kind(s, "", "v1", "services", "service", "Service", 1);
   set_short(k, "svc", NULL);
   k->has_status = 1;
+  k->defaults = gq_sim_service_defaults;
   set_table(k, gq_tb_service_cols, gq_tb_service_cells);
   /* stored as given (no status, no checks): `kubectl gpuq usage` reads
    * its prices from ConfigMap gpuq-system/gpuq-prices */
@@ -106,6 +109,7 @@ void gq_sim_kinds_init(struct gq_sim *s)
   k = add_kind(s, "scheduling.k8s.io", "v1", "priorityclasses",
                "priorityclass", "PriorityClass", 0);
   set_short(k, "pc", NULL);
+  k->defaults = gq_sim_priorityclass_defaults;
   set_table(k, gq_tb_pc_cols, gq_tb_pc_cells);
   k = add_kind(s, "policy", "v1", "poddisruptionbudgets",
                "poddisruptionbudget", "PodDisruptionBudget", 1);
@@ -116,17 +120,21 @@ void gq_sim_kinds_init(struct gq_sim *s)
   k->has_status = 1;
   free(k->categories);
   k->categories = strv(&k->n_categories, "all", NULL);
-  add_kind(s, "admissionregistration.k8s.io", "v1",
-           "mutatingwebhookconfigurations", "mutatingwebhookconfiguration",
-           "MutatingWebhookConfiguration", 0);
-  add_kind(s, "admissionregistration.k8s.io", "v1",
-           "validatingwebhookconfigurations",
-           "validatingwebhookconfiguration", "ValidatingWebhookConfiguration",
-           0);
+  k = add_kind(s, "admissionregistration.k8s.io", "v1",
+               "mutatingwebhookconfigurations",
+               "mutatingwebhookconfiguration", "MutatingWebhookConfiguration",
+               0);
+  k->defaults = gq_sim_mutating_defaults;
+  k = add_kind(s, "admissionregistration.k8s.io", "v1",
+               "validatingwebhookconfigurations",
+               "validatingwebhookconfiguration",
+               "ValidatingWebhookConfiguration", 0);
+  k->defaults = gq_sim_validating_defaults;
   k = add_kind(s, "apiextensions.k8s.io", "v1", "customresourcedefinitions",
                "customresourcedefinition", "CustomResourceDefinition", 0);
   set_short(k, "crd", "crds");
   k->has_status = 1;
+  k->defaults = gq_sim_crd_defaults;
   set_table(k, gq_tb_crd_cols, gq_tb_crd_cells);
 }
 
@@ -302,17 +310,10 @@ static int fill_crd_fields(struct gq_sim_kind *k, json_t *crd,
   const json_t *names = json_object_get(spec, "names");
   const char *kind = json_string_value(json_object_get(names, "kind"));
 
+  /* singular and listKind: the CRD's defaults (gq_sim_crd_defaults) */
   k->singular = jstr(names, "singular");
-  if (!*k->singular) {
-    free(k->singular);
-    k->singular = gq_xstrdup(kind);
-    for (char *p = k->singular; *p; p++)
-      *p = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
-  }
   k->kind = gq_xstrdup(kind);
-  k->list_kind = json_is_string(json_object_get(names, "listKind"))
-                     ? jstr(names, "listKind")
-                     : gq_xasprintf("%sList", kind);
+  k->list_kind = jstr(names, "listKind");
   k->short_names = jstrv(json_object_get(names, "shortNames"), &k->n_short);
   k->categories = jstrv(json_object_get(names, "categories"),
                         &k->n_categories);
@@ -339,6 +340,7 @@ int gq_sim_kind_from_crd(struct gq_sim *s, json_t *crd, char *err,
   struct gq_sim_kind *k;
   char why[512];
 
+  gq_sim_crd_defaults(s, crd); /* names.singular, listKind (in place) */
   if (!ver)
     return GQ_EINVAL;
   version = json_string_value(json_object_get(ver, "name"));

@@ -12,7 +12,7 @@
  *            [--dcgm-listen 127.0.0.1:PORT] [--gpu-utilization F]
  *            [--idle-threshold PCT] [--idle-share F]
  *            [--time-scale S --time-epoch E]
- *            [--log-level L]
+ *            [--log-level L] [--record FILE]
  *
  * The first line on stdout is "listening on http://127.0.0.1:PORT" (https
  * under TLS), then, with --dcgm-listen, "dcgm-exporter on
@@ -49,6 +49,7 @@ struct args {
   const char *hooks[16];
   const char *scale, *epoch, *log_level;
   const char *dcgm_listen;
+  const char *record; /* --record FILE, or NULL */
   double gpu_util, idle_pct;
   long window;
   long bookmark_ms;
@@ -70,7 +71,8 @@ static void usage(FILE *f)
           "                [--scenario FILE [--hold] [--hook NAME=COMMAND]...]\n"
           "                [--dcgm-listen 127.0.0.1:PORT] [--gpu-utilization F]\n"
           "                [--idle-threshold PCT] [--idle-share F]\n"
-          "                [--time-scale S --time-epoch E] [--log-level L]\n");
+          "                [--time-scale S --time-epoch E] [--log-level L]\n"
+          "                [--record FILE]\n");
 }
 
 /* Parses "HOST:PORT" (IPv4 literal). */
@@ -182,6 +184,8 @@ static int parse_value_flag(const char *f, const char *v, struct args *a)
     a->epoch = v;
   else if (!strcmp(f, "--log-level"))
     a->log_level = v;
+  else if (!strcmp(f, "--record"))
+    a->record = v;
   else if (!strcmp(f, "--bookmark-interval-ms")) {
     a->bookmark_ms = strtol(v, &end, 10);
     if (*end || a->bookmark_ms < 1) {
@@ -440,6 +444,10 @@ int main(int argc, char **argv)
                            (size_t)a.window, (uint64_t)a.bookmark_ms,
                            a.token_auth_file};
   if ((rc = gq_sim_start(&sim, loop, &o, err, sizeof(err))) != 0) {
+    fprintf(stderr, "gpuq-sim: %s\n", err);
+    return 1;
+  }
+  if (a.record && gq_sim_record_start(&sim, a.record, err, sizeof(err))) {
     fprintf(stderr, "gpuq-sim: %s\n", err);
     return 1;
   }

@@ -228,6 +228,39 @@ json_t *gq_sim_body_decode(const struct gq_sim_kind *k, const char *body,
   return obj;
 }
 
+int gq_sim_name_check(const struct gq_sim_kind *k, const char *name,
+                      char *err, size_t len)
+{
+  size_t n = strlen(name);
+  const char *why;
+
+  if (!*k->group && !strcmp(k->plural, "namespaces")) {
+    if (gq_dns_label_ok(name, n))
+      return 0;
+    why = "a lowercase RFC 1123 label must consist of lower case "
+          "alphanumeric characters or '-', and must start and end with an "
+          "alphanumeric character (e.g. 'my-name',  or '123-abc', regex used "
+          "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+  } else if (!*k->group && !strcmp(k->plural, "services")) {
+    if (gq_dns_label_ok(name, n) && name[0] >= 'a' && name[0] <= 'z')
+      return 0;
+    why = "a DNS-1035 label must consist of lower case alphanumeric "
+          "characters or '-', start with an alphabetic character, and end "
+          "with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
+          "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+  } else {
+    if (gq_dns_subdomain_ok(name, n))
+      return 0;
+    why = "a lowercase RFC 1123 subdomain must consist of lower case "
+          "alphanumeric characters, '-' or '.', and must start and end with "
+          "an alphanumeric character (e.g. 'example.com', regex used for "
+          "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]"
+          "([-a-z0-9]*[a-z0-9])?)*')";
+  }
+  snprintf(err, len, "metadata.name: Invalid value: \"%s\": %s", name, why);
+  return -1;
+}
+
 int gq_sim_builtin_check(const struct gq_sim_kind *k, const json_t *obj,
                          char *err, size_t len)
 {

@@ -78,6 +78,16 @@ json_t *gq_sim_body_decode(const struct gq_sim_kind *k, const char *body,
                            size_t len, const char *ctype, int *code,
                            char *err, size_t errlen);
 
+/* Checks a new object's metadata.name as kube-apiserver's ValidateObjectMeta
+ * does with the kind's name rule (k8s.io/apimachinery
+ * pkg/api/validation/path and pkg/apis/core/validation): a DNS-1123 label
+ * for namespaces, a DNS-1035 label (first a letter) for services, a
+ * DNS-1123 subdomain for every other kind, custom resources included.
+ * Returns 0, or -1 with "metadata.name: Invalid value: \"NAME\": why"
+ * (the real server's words) in err. */
+int gq_sim_name_check(const struct gq_sim_kind *k, const char *name,
+                      char *err, size_t len);
+
 /* Validates obj (borrowed) as kind k's built-in validation does: pods and
  * nodes through their decoders (api/pod.h, api/node.h), PriorityClasses
  * (api/priorityclass.h), webhook configurations

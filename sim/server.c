@@ -372,6 +372,8 @@ static void seed(struct gq_sim *s, struct gq_sim_kind *k, json_t *obj)
 {
   char err[512];
 
+  if (k->defaults)
+    k->defaults(s, obj);
   gq_sim_seed(s, k, obj, err, sizeof(err));
 }
 
@@ -383,8 +385,7 @@ static void seed_namespaces(struct gq_sim *s)
 
   for (int i = 0; names[i]; i++)
     seed(s, k,
-         json_pack("{s:{s:s}, s:{s:s}}", "metadata", "name", names[i],
-                   "status", "phase", "Active"));
+         json_pack("{s:{s:s}}", "metadata", "name", names[i]));
 }
 
 /* Loads every CRD in dir (*.yaml, *.yml, *.json), as if created. */
@@ -457,6 +458,7 @@ int gq_sim_start(struct gq_sim *s, uv_loop_t *loop,
 
 void gq_sim_stop(struct gq_sim *s)
 {
+  gq_sim_record_stop(s);
   gq_sim_clock_stop(s);
   gq_sim_engine_stop(s);
   gq_sim_jobs_stop(s);

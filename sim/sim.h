@@ -27,6 +27,8 @@
  *   table.c      server-side printing (meta.k8s.io/v1 Table; the built-in
  *                kinds' columns in table_builtin.h)
  *   discovery.c  /version, /api, /apis (aggregated and legacy), /openapi/v3
+ *   defaults.c   the built-in kinds' defaults, on create and update
+ *   record.c     --record: every JSON answer, one line each, to a file
  *   protobuf.c   the protobuf bodies kubectl sends (protobuf.h)
  *   clock.c      /sim/v1/clock: reading the virtual clock, waiting until a
  *                virtual time is settled
@@ -57,6 +59,7 @@
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <uthash.h>
 #include <uv.h>
 
@@ -119,6 +122,8 @@ struct gq_sim_kind {
   struct gq_sim_kind *view_of;
   json_t *(*present)(const json_t *stored); /* stored -> view, new ref */
   json_t *(*absorb)(const json_t *view);    /* view -> stored, new ref */
+  /* create-time defaults (defaults.c), or NULL; obj changed in place */
+  void (*defaults)(struct gq_sim *s, json_t *obj);
   struct gq_sim_kind *next;
 };
 
@@ -228,18 +233,37 @@ struct gq_sim {
   json_t *jobs_inflight;     /* Job uid -> pods awaiting admission */
   uv_timer_t jobs_timer;     /* runs them on the next loop turn */
   int jobs_closing;
+  FILE *record;              /* --record (record.c), or NULL */
+  uint32_t cluster_ips;      /* Service clusterIPs handed out (defaults.c) */
+  uint32_t node_ports;       /* Service nodePorts handed out */
 };
+
+/* --- record.c --- */
+/* --record PATH: from now on, every answer with a JSON content type
+ * (application/json, with or without parameters) is appended to PATH
+ * (created or truncated) as one line {"method", "path" (no query),
+ * "status", "contentType", "stream" (a watch frame), "body" (the text)},
+ * flushed at once; whitespace-only stream writes are skipped. Returns 0,
+ * or -1 with "--record: cannot write 'PATH': why" in err. Call after
+ * gq_sim_start(). */
+int gq_sim_record_start(struct gq_sim *s, const char *path, char *err,
+                        size_t errlen);
+/* Stops recording and closes the file; nothing when not recording. */
+void gq_sim_record_stop(struct gq_sim *s);
 
 /* --- jobs.c --- */
 /* Returns 1 if k is batch/v1 jobs. */
 int gq_sim_is_job(const struct gq_sim_kind *k);
-/* The defaults the apiserver gives a new Job (batch/v1 Job reference):
- * parallelism 1, backoffLimit 6, suspend false, completionMode
- * NonIndexed, restartPolicy Never when unset; the template's
- * batch.kubernetes.io/controller-uid and job-name labels (and the legacy
- * controller-uid, job-name) and the matching selector. completions stays
- * unset when unset (any one success completes). job: its uid and name set,
- * changed in place. */
+/* The defaults the apiserver gives a new Job (batch/v1 SetDefaults_Job
+ * and the Job strategy's selector): completions and parallelism 1 when
+ * both are unset (else parallelism 1), backoffLimit 6, suspend false,
+ * completionMode NonIndexed, podReplacementPolicy TerminatingOrFailed
+ * (without a podFailurePolicy), the template's labels as the Job's when
+ * it has none; the template's batch.kubernetes.io/controller-uid and
+ * job-name labels (and the legacy controller-uid, job-name) and the
+ * matching selector; the template's pod spec defaults
+ * (gq_sim_podspec_defaults) with restartPolicy Never when unset. job: its
+ * uid and name set, changed in place. */
 void gq_sim_job_defaults(json_t *job);
 /* The template rule of a Job update: spec.template is immutable, except
  * while the Job is suspended and never started (JobMutableNodeScheduling-
@@ -301,7 +325,8 @@ int gq_sim_kind_find_gv(struct gq_sim *s, const char *group,
                         const char *version);
 struct gq_sim_kind *gq_sim_kind_by_kind(struct gq_sim *s, const char *group,
                                         const char *kind);
-/* Registers (or re-registers) the kinds a CRD object defines. Takes a
+/* Registers (or re-registers) the kinds a CRD object defines, after
+ * giving crd its defaults (gq_sim_crd_defaults, in place). Takes a
  * reference to crd. Returns 0 or GQ_EINVAL with a message. */
 int gq_sim_kind_from_crd(struct gq_sim *s, json_t *crd, char *err,
                          size_t errlen);
@@ -323,6 +348,38 @@ void gq_sim_default(json_t *obj, const char *key, json_t *v);
  * terminationMessagePath /dev/termination-log, terminationMessagePolicy
  * File, resources {}, ports' protocol TCP (pkg/apis/core/v1/defaults.go). */
 void gq_sim_pod_defaults(json_t *pod);
+/* The pod spec part of gq_sim_pod_defaults() (SetDefaults_PodSpec and
+ * _Container, without the ServiceAccount admission's serviceAccountName),
+ * for pod templates (a Job's spec.template.spec): spec changed in place. */
+void gq_sim_podspec_defaults(json_t *spec);
+/* The create-time defaults of the other built-in kinds, each a kind's
+ * gq_sim_kind.defaults (kinds.c), obj changed in place (absent fields
+ * only); sim/defaults.c says which fields, after which defaults.go.
+ * Namespace: label kubernetes.io/metadata.name, spec.finalizers
+ * [kubernetes], status.phase Active. */
+void gq_sim_namespace_defaults(struct gq_sim *s, json_t *ns);
+/* Service: type, sessionAffinity, ports' protocol and targetPort, an
+ * allocated clusterIP (10.96.0.0/12, from s->cluster_ips) and nodePorts
+ * (30000-32767, from s->node_ports), ipFamilies, ipFamilyPolicy, traffic
+ * policies, status.loadBalancer. */
+void gq_sim_service_defaults(struct gq_sim *s, json_t *svc);
+/* A Service update (next, changed in place) that leaves out what create
+ * allocated keeps cur's (borrowed): clusterIP, clusterIPs, ipFamilies,
+ * ipFamilyPolicy, and each port's nodePort (matched by port number), as
+ * the service registry's patchAllocatedValues does. */
+void gq_sim_service_keep(const json_t *cur, json_t *next);
+/* PriorityClass: preemptionPolicy PreemptLowerPriority. */
+void gq_sim_priorityclass_defaults(struct gq_sim *s, json_t *pc);
+/* Webhook configurations: failurePolicy Fail, matchPolicy Equivalent,
+ * namespace/objectSelector {}, timeoutSeconds 10, rules' scope "*",
+ * service port 443; reinvocationPolicy Never for mutating ones. */
+void gq_sim_mutating_defaults(struct gq_sim *s, json_t *cfg);
+void gq_sim_validating_defaults(struct gq_sim *s, json_t *cfg);
+/* Node: status.allocatable = status.capacity when unset. */
+void gq_sim_node_defaults(struct gq_sim *s, json_t *node);
+/* CRD: names.singular, names.listKind, conversion {strategy: None},
+ * a conversion webhook service's port 443. */
+void gq_sim_crd_defaults(struct gq_sim *s, json_t *crd);
 
 /* --- store.c --- */
 /* Looks up an object (borrowed, immutable) or NULL. */

@@ -338,6 +338,10 @@ static int validate(struct gq_sim_req *r, json_t *obj, const char *name)
 {
   char err[ERRLEN];
 
+  if (gq_sim_name_check(r->k, name, err, sizeof(err)) != 0) {
+    invalid_msg(r, name, err);
+    return -1;
+  }
   if (r->k->is_crd) {
     const char *fv = q(r, "fieldValidation");
     struct gq_schema_report rep = {0};
@@ -481,9 +485,21 @@ static void init_status(struct gq_sim_req *r, json_t *obj)
                                   "qosClass", qos_class(obj)));
     gq_sim_pod_defaults(obj);
   } else if (is_core(r->k, "namespaces")) {
-    json_object_set_new(obj, "status", json_pack("{s:s}", "phase", "Active"));
+    json_object_set_new(obj, "status", json_object()); /* phase: defaults */
   } else if (r->k->has_status && !is_core(r->k, "nodes")) {
-    json_object_del(obj, "status"); /* nodes register with their status */
+    /* nodes register with their status. A built-in kind's status is a Go
+     * struct, which kube-apiserver always writes ("status": {} when
+     * empty); a custom resource has none until one is written. */
+    if (r->k->is_crd)
+      json_object_del(obj, "status");
+    else if (!strcmp(r->k->plural, "poddisruptionbudgets")) /* no omitempty */
+      json_object_set_new(obj, "status",
+                          json_pack("{s:i, s:i, s:i, s:i}", "currentHealthy",
+                                    0, "desiredHealthy", 0,
+                                    "disruptionsAllowed", 0, "expectedPods",
+                                    0));
+    else
+      json_object_set_new(obj, "status", json_object());
   }
 }
 
@@ -595,6 +611,8 @@ static void create_obj(struct gq_sim_req *r, json_t *obj)
   init_status(r, obj);
   if (gq_sim_is_job(r->k))
     gq_sim_job_defaults(obj);
+  if (r->k->defaults)
+    r->k->defaults(r->s, obj);
   if (validate(r, obj, r->name) != 0) {
     json_decref(obj);
     return;
@@ -765,6 +783,25 @@ static int check_job(struct gq_sim_req *r, const json_t *cur,
   return -1;
 }
 
+/* Defaults on update, as kube-apiserver defaults every body it decodes:
+ * the kind's create-time defaults (a Service first keeps the IPs and node
+ * ports it was given at create, gq_sim_service_keep). Not on /status, and
+ * not for Jobs (their selector is the create's). */
+static void update_defaults(struct gq_sim_req *r, const json_t *cur,
+                            json_t *next)
+{
+  if (*r->sub)
+    return;
+  if (is_core(r->k, "pods")) {
+    gq_sim_pod_defaults(next);
+    return;
+  }
+  if (is_core(r->k, "services"))
+    gq_sim_service_keep(cur, next);
+  if (r->k->defaults)
+    r->k->defaults(r->s, next);
+}
+
 /* Stores next (taken) as the new state of cur, with the API server's
  * update rules; answers 200 or an error. */
 static void commit_update(struct gq_sim_req *r, const json_t *cur,
@@ -773,6 +810,7 @@ static void commit_update(struct gq_sim_req *r, const json_t *cur,
   const char *want_rv, *cur_rv = gq_meta_str(cur, "resourceVersion");
 
   next = merge_update(r, cur, next);
+  update_defaults(r, cur, next);
   want_rv = gq_meta_str(next, "resourceVersion");
   if (*want_rv && strcmp(want_rv, cur_rv) != 0) {
     json_decref(next);

@@ -457,8 +457,10 @@ static void informer_resume_and_relist(const char *p, int typed_only)
     json_decref(all);
   }
   if (typed_only) { /* a rejected object keeps its JSON, and goes */
-    make_ns(c, "json-", p);
-    snprintf(name, sizeof(name), "json-%s", p);
+    /* "json-t-x": a valid name (DNS-1123 label; "json-t-" is not) */
+    snprintf(name, sizeof(name), "%sx", p);
+    make_ns(c, "json-", name);
+    snprintf(name, sizeof(name), "json-%sx", p);
     for (int t = 0; t < 1500 && !gq_informer_get(inf, name); t++) {
       int never = 0;
 
@@ -466,7 +468,7 @@ static void informer_resume_and_relist(const char *p, int typed_only)
     }
     assert_non_null(gq_informer_get(inf, name));
     assert_null(gq_informer_typed(inf, name));
-    snprintf(name, sizeof(name), "/api/v1/namespaces/json-%s", p);
+    snprintf(name, sizeof(name), "/api/v1/namespaces/json-%sx", p);
     json_decref(call(c, "DELETE", name, NULL, 0));
     wait_del(&s, name + strlen("/api/v1/namespaces/"));
   }

@@ -189,12 +189,12 @@ static int kubectl_argv(const struct gq_test_sim *s, const char **argv,
 }
 
 /* Runs argv (argv[0] looked up on PATH) with stdin_text on stdin, its
- * files in dir, waits for it (60 s cap) and captures its output into *o.
+ * files in dir, waits for it (cap_ms) and captures its output into *o.
  * With kubeconfig set, the child gets KUBECONFIG=kubeconfig and the build
  * directory first on PATH, as a user of the plugin would have. */
 static int run_capture(const char *dir, const char *const *argv,
                        const char *stdin_text, const char *kubeconfig,
-                       struct gq_test_out *o)
+                       struct gq_test_out *o, int cap_ms)
 {
   char in[400], out[400], err[400];
   pid_t pid;
@@ -233,7 +233,7 @@ static int run_capture(const char *dir, const char *const *argv,
     _exit(127);
   }
   o->status = -1;
-  for (int t = 0; t < 60000; t += 5) {
+  for (int t = 0; t < cap_ms; t += 5) {
     if (waitpid(pid, &status, WNOHANG) == pid) {
       o->status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
       break;
@@ -258,7 +258,7 @@ int gq_test_kubectl(const struct gq_test_sim *s, struct gq_test_out *o,
   va_start(ap, stdin_text);
   kubectl_argv(s, argv, ap);
   va_end(ap);
-  return run_capture(s->dir, argv, stdin_text, NULL, o);
+  return run_capture(s->dir, argv, stdin_text, NULL, o, 60000);
 }
 
 int gq_test_kubectl_plugin(const struct gq_test_sim *s, struct gq_test_out *o,
@@ -274,13 +274,19 @@ int gq_test_kubectl_plugin(const struct gq_test_sim *s, struct gq_test_out *o,
     argv[n++] = a;
   va_end(ap);
   argv[n] = NULL;
-  return run_capture(s->dir, argv, NULL, s->kubeconfig, o);
+  return run_capture(s->dir, argv, NULL, s->kubeconfig, o, 60000);
 }
 
 int gq_test_run(const char *dir, const char *const *argv,
                 struct gq_test_out *o)
 {
-  return run_capture(dir, argv, NULL, NULL, o);
+  return run_capture(dir, argv, NULL, NULL, o, 60000);
+}
+
+int gq_test_run_for(const char *dir, const char *const *argv,
+                    struct gq_test_out *o, int cap_ms)
+{
+  return run_capture(dir, argv, NULL, NULL, o, cap_ms);
 }
 
 void gq_test_out_free(struct gq_test_out *o)

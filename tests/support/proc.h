@@ -79,6 +79,11 @@ json_t *gq_test_parse_json(const char *text);
  * exit status (-1 if it did not end); output in *o. */
 int gq_test_run(const char *dir, const char *const *argv,
                 struct gq_test_out *o);
+/* gq_test_run() with a cap of cap_ms instead of 60 s (a client test
+ * script with its own deadlines); killed with SIGKILL at the cap (status
+ * -1). */
+int gq_test_run_for(const char *dir, const char *const *argv,
+                    struct gq_test_out *o, int cap_ms);
 
 /* Starts kubectl in the background with stdout and stderr to out_path;
  * returns its pid. */
