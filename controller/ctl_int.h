@@ -53,6 +53,8 @@ struct cjob_use {
   int idle;              /* the Idle condition is True */
   int dirty;             /* its status needs writing */
   int polls;             /* polls since its usage was last written */
+  int64_t refresh_ms;    /* without Prometheus: when its status is looked
+                            at again (virtual ms; usage.c refresh_tick) */
 };
 
 /* What status.c writes of a job's usage (usage_status). */

@@ -134,6 +134,7 @@ void usage_running(struct ctl *c, struct cjob *cj, int on)
     if (p)
       u->product = p;
     gq_usage_start(&u->u, now);
+    u->refresh_ms = now + c->o.util_window_s * 1000;
   } else {
     gq_usage_stop(&u->u, now, cj->gpus,
                   idle_policy(c, cj, &d)->threshold_pct);
@@ -655,12 +656,35 @@ void usage_init(struct ctl *c)
            c->o.prometheus_url);
 }
 
+/* Without Prometheus nothing else looks at a running job that nothing
+ * happens to: each --utilization-interval, the running jobs that have run
+ * a --utilization-window since their start or last look have their status
+ * looked at, so that allocatedGPUSeconds (written only once it lags by
+ * the job's GPUs over the window, status.c) is refreshed; spread over the
+ * jobs' start times rather than all at once. */
+static void refresh_tick(uv_timer_t *tm)
+{
+  struct ctl *c = tm->data;
+  int64_t now = gq_clock_now_ms();
+  struct cjob *cj, *tmp;
+
+  if (!ctl_acting(c))
+    return;
+  DL_FOREACH_SAFE2(c->active, cj, tmp, act_next) {
+    if (cj->state != CJ_ACTIVE || !cj->running || !cj->use ||
+        now < cj->use->refresh_ms)
+      continue;
+    cj->use->refresh_ms = now + c->o.util_window_s * 1000;
+    status_flush(c, cj);
+  }
+}
+
 void usage_start(struct ctl *c)
 {
   uint64_t every = gq_clock_delay(gq_clock_get(), c->o.util_interval_s * 1000);
 
-  if (c->prom)
-    uv_timer_start(&c->util_timer, poll_tick, every, every);
+  uv_timer_start(&c->util_timer, c->prom ? poll_tick : refresh_tick, every,
+                 every);
 }
 
 void usage_stop(struct ctl *c) { uv_timer_stop(&c->util_timer); }
