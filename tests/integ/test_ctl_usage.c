@@ -66,7 +66,8 @@ static struct {
 
 /* Nodes "name:gpus" (H100s), Redis, the sim with its DCGM endpoint, a
  * Prometheus scraping it and the controller, namespace team-a, and the
- * controller reading Prometheus (prom 0: a URL where nothing listens). */
+ * controller reading Prometheus (prom 0: a URL where nothing listens;
+ * prom < 0: no --prometheus-url at all). */
 static void world_up(const char *const *nodes, int prom,
                      const char *const *extra)
 {
@@ -114,8 +115,9 @@ static void world_up(const char *const *nodes, int prom,
   args[n++] = "5"; /* virtual s: every 500 real ms, one scrape */
   args[n++] = "--utilization-window";
   args[n++] = "10";
-  args[n++] = "--prometheus-url";
-  if (prom) {
+  if (prom >= 0)
+    args[n++] = "--prometheus-url";
+  if (prom > 0) {
     /* Prometheus first: the controller's metrics port is known once it
      * runs, so Prometheus scrapes the sim only; the controller's counters
      * are read from its /metrics directly */
@@ -125,7 +127,7 @@ static void world_up(const char *const *nodes, int prom,
     assert_int_equal(gq_test_prom_start(&w.prom, targets, SCRAPE_MS), 0);
     w.prom_up = 1;
     args[n++] = w.prom.url;
-  } else {
+  } else if (prom == 0) {
     w.prom_port = gq_test_free_port();
     snprintf(purl, sizeof(purl), "http://127.0.0.1:%d", w.prom_port);
     args[n++] = purl;
@@ -573,6 +575,32 @@ static void test_prometheus_down(void **state)
   w.passed = 1;
 }
 
+/* Without Prometheus a running job that nothing happens to still has its
+ * allocatedGPUSeconds refreshed (once it lags by its GPUs over the
+ * utilization window, 10 virtual s here) and no usedGPUSeconds. */
+static void test_allocated_without_prometheus(void **state)
+{
+  static const char *const nodes[] = {"uc:8", NULL};
+  long long alloc = 0;
+
+  (void)state;
+  world_up(nodes, -1, NULL);
+  quota(NS, 8, "");
+  job("a", 4, 3600, "0.9");
+  wait_field("a", "status.phase", "Running");
+  /* 4 GPUs x 10 s of window: refreshed at least twice */
+  for (int i = 0; i < WAIT_MS / 100 &&
+                  (alloc = status_int("a", "allocatedGPUSeconds")) < 2 * 4 * 10;
+       i++)
+    gq_test_sleep_ms(100);
+  if (alloc < 2 * 4 * 10)
+    fail_msg("allocatedGPUSeconds of a running job is %lld", alloc);
+  wait_field("a", "status.phase", "Running"); /* still running */
+  assert_int_equal(status_int("a", "usedGPUSeconds"), 0);
+  gq_test_sim_expect_clean(&w.sim, 0);
+  w.passed = 1;
+}
+
 /* An XID error taints the node, requeues the job on it (it resumes on the
  * other node), and the taint goes after the quiet time. */
 static void test_xid_taints_and_requeues(void **state)
@@ -618,6 +646,8 @@ int main(void)
       cmocka_unit_test_teardown(test_idle_preempted_only_when_waiting,
                                 world_down),
       cmocka_unit_test_teardown(test_prometheus_down, world_down),
+      cmocka_unit_test_teardown(test_allocated_without_prometheus,
+                                world_down),
       cmocka_unit_test_teardown(test_xid_taints_and_requeues, world_down),
   };
 
