@@ -45,6 +45,8 @@ static const struct gq_lc lc = {"controller", "usage", NULL};
 #define UTIL_QUERY "DCGM_FI_DEV_GPU_UTIL{pod!=\"\"}"
 #define XID_QUERY "DCGM_FI_DEV_XID_ERRORS != 0"
 #define STATUS_DELTA_PCT 5    /* a window mean this far off is written */
+#define REFRESH_MIN_MS 5000 /* without Prometheus: refresh_tick's least
+                               period, real ms */
 #define STATUS_REFRESH_POLLS 10 /* usage fields refreshed at least every
                                    this many polls while running */
 
@@ -661,7 +663,8 @@ void usage_init(struct ctl *c)
  * a --utilization-window since their start or last look have their status
  * looked at, so that allocatedGPUSeconds (written only once it lags by
  * the job's GPUs over the window, status.c) is refreshed; spread over the
- * jobs' start times rather than all at once. */
+ * jobs' start times rather than all at once, and never more often than
+ * every REFRESH_MIN_MS real milliseconds (usage_start). */
 static void refresh_tick(uv_timer_t *tm)
 {
   struct ctl *c = tm->data;
@@ -683,8 +686,14 @@ void usage_start(struct ctl *c)
 {
   uint64_t every = gq_clock_delay(gq_clock_get(), c->o.util_interval_s * 1000);
 
-  uv_timer_start(&c->util_timer, c->prom ? poll_tick : refresh_tick, every,
-                 every);
+  if (c->prom)
+    uv_timer_start(&c->util_timer, poll_tick, every, every);
+  else /* at least REFRESH_MIN_MS real ms apart: at --time-scale 5000 a
+          window is 60 real ms, and a look at every running job that often
+          would be a flood of status writes */
+    uv_timer_start(&c->util_timer, refresh_tick,
+                   every > REFRESH_MIN_MS ? every : REFRESH_MIN_MS,
+                   every > REFRESH_MIN_MS ? every : REFRESH_MIN_MS);
 }
 
 void usage_stop(struct ctl *c) { uv_timer_stop(&c->util_timer); }
