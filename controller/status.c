@@ -239,7 +239,7 @@ static void conditions(json_t *p, const struct gq_gpujob_status *st,
 /* 1 if the allocatedGPUSeconds written (have) may stay for want: equal,
  * or, while the job runs (the figure grows every second), behind by less
  * than its GPUs over lag_s seconds. A running job's figure alone would
- * otherwise make every look at it a status write (bench/e2e); it goes
+ * otherwise make every look at it a status write; it goes
  * out with any other change, when the job stops (exact then), or once it
  * lags by lag_s. */
 static int alloc_same(int64_t have, int64_t want, int running, int64_t gpus,
