@@ -745,7 +745,7 @@ static void free_all(struct ctl *c)
   struct ccohort *k, *tk;
   struct cstr *sx, *ts;
 
-  c->sq_head[0] = c->sq_head[1] = c->sq_tail[0] = c->sq_tail[1] = NULL;
+  memset(c->sq, 0, sizeof(c->sq));
   HASH_ITER(hh, c->jobs, cj, tj) {
     HASH_DEL(c->jobs, cj);
     cj->sq = 0; /* the lanes are dropped whole */

@@ -51,7 +51,8 @@ struct cjob_use {
   int pct;               /* window mean (percent), -1 unknown */
   int64_t pct_ms;        /* virtual ms of the last reading, 0 none */
   int idle;              /* the Idle condition is True */
-  int dirty;             /* its status needs writing */
+  int dirty;             /* its status needs writing: 1 its usage figures
+                            (status_refresh), 2 a condition (status_flush) */
   int polls;             /* polls since its usage was last written */
   int64_t refresh_ms;    /* without Prometheus: when its status is looked
                             at again (virtual ms; usage.c refresh_tick) */
@@ -115,7 +116,7 @@ struct cjob {
   int64_t pass_ms;   /* real ms of the pass that admitted it */
   const char *reason; /* static storage (status_set) */
   const char *message; /* a reference to a shared string (gq_intern) */
-  struct cjob *snext; /* next in its status write lane (sq) */
+  struct cjob *sprev, *snext; /* in its status write lane (sq; utlist) */
   struct cteam *t;   /* its team's queue while CJ_QUEUED */
   struct cjob *wq_prev, *wq_next; /* in the work queue (wq.c) */
   /* checkpoints and disruptions (DESIGN §5, disrupt.c) */
@@ -149,7 +150,7 @@ struct cjob {
   unsigned char running;    /* every replica Running */
   unsigned char adopted;    /* state read back from status and pods */
   unsigned char status_inflight, status_again;
-  unsigned char sq;         /* in a status write lane: 1 urgent, 2 background */
+  unsigned char sq;         /* in status write lane sq - 1 (0: none) */
   unsigned char wl;         /* enum gq_wl_kind of its GpuJob: what a
                                stand-in queues (workload.c) */
   unsigned char dirty;      /* marked: in the work queue, or to be queued
@@ -251,6 +252,17 @@ struct cstr {
 };
 #define CTL_FREES_MAX 4096 /* frees remembered for the refill latency */
 
+/* The status write lanes (status.c), taken in this order. */
+enum ctl_lane {
+  CTL_LANE_FINAL,   /* jobs that ended: Succeeded or Failed, what users
+                       and pipelines wait on; their own in-flight budget
+                       and NORMAL priority on the API client (CTL_FINAL) */
+  CTL_LANE_URGENT,  /* jobs that hold GPUs: phase changes */
+  CTL_LANE_QUEUED,  /* queued jobs: reasons and queue positions */
+  CTL_LANE_REFRESH, /* usage figures alone (status_refresh) */
+  CTL_LANES
+};
+
 struct ctl {
   uv_loop_t *loop;
   struct cstr *strs;         /* interned team, cohort and flavor names */
@@ -286,11 +298,12 @@ struct ctl {
   size_t n_preemptors;
   struct cjob **draining;    /* jobs in Preempting (disrupt.c) */
   size_t n_draining;
-  /* status writes: two FIFO lanes (urgent: jobs that hold or finish;
-   * background: queued jobs' positions), at most a few in flight so that
-   * pod creates never wait behind them and changes coalesce meanwhile */
-  struct cjob *sq_head[2], *sq_tail[2];
-  unsigned s_inflight;
+  /* status writes: FIFO lanes taken in order (enum ctl_lane), at most a
+   * few in flight so that pod creates never wait behind them and changes
+   * coalesce meanwhile */
+  struct cjob *sq[CTL_LANES];
+  unsigned s_inflight, s_inflight_final; /* status writes in flight: of
+                                            jobs that ended, of the rest */
   struct cevent *ev_head, *ev_tail;
   unsigned ev_n, ev_inflight;
   int64_t pos_ms;            /* real ms of the last top-positions refresh */
@@ -348,6 +361,10 @@ struct ctl {
  * reads the body of a success. */
 #define CTL_WORK (&(const struct gq_kclient_call){GQ_KPRIO_HIGH, 1, NULL})
 #define CTL_REPORT (&(const struct gq_kclient_call){GQ_KPRIO_LOW, 1, NULL})
+/* A job's final status (Succeeded, Failed): ahead of the other reports,
+ * which wait for the API client's token bucket to hold a tenth of its
+ * burst while pod writes drain it (api/client.h), behind pod writes. */
+#define CTL_FINAL (&(const struct gq_kclient_call){GQ_KPRIO_NORMAL, 1, NULL})
 
 /* store.c: the records and their lookups (no I/O) */
 /* The job record of uid, or NULL (borrowed: freed by jobs_forget). */
@@ -665,9 +682,15 @@ void usage_status(const struct ctl *c, const struct cjob *cj,
 void status_set(struct cjob *cj, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Queues cj's status write (coalesced: one in flight per job, the latest
- * state sent when it returns), in the urgent lane for jobs that hold or
- * finish, the background lane for queued ones. */
+ * state sent when it returns), in the lane of its state (enum ctl_lane:
+ * ended, holding GPUs, queued); a job waiting in a later lane moves up. */
 void status_flush(struct ctl *c, struct cjob *cj);
+/* Queues a write of cj's usage figures alone (allocatedGPUSeconds,
+ * gpuUtilization of a running job: nothing a user waits on) in the
+ * refresh lane, sent only when the other lanes are empty, so that a
+ * phase change (Succeeded, Running, ...) never waits behind a cluster's
+ * worth of usage refreshes. A job already queued stays where it is. */
+void status_refresh(struct ctl *c, struct cjob *cj);
 /* Queues an Event (type "Normal" or "Warning", reason CamelCase, message
  * formatted, cut at 1023 bytes) on cj's GpuJob; nothing while not acting.
  * The queue is bounded (EVENTS_QUEUED): a full queue drops the new event

@@ -411,7 +411,10 @@ static void status_done(int rc, const struct gq_k8s_status *st,
 
   (void)obj;
   ctl_write_end(x->c);
-  x->c->s_inflight--;
+  if (x->final)
+    x->c->s_inflight_final--;
+  else
+    x->c->s_inflight--;
   if (rc != 0 && rc != GQ_ENOTFOUND)
     ctl_api_error(x->c, "patch", "gpujob status", rc, st);
   if (cj) {
@@ -426,6 +429,12 @@ static void status_done(int rc, const struct gq_k8s_status *st,
   free(x->uid);
   free(x);
   pump(c);
+}
+
+/* 1 if cj's status is its last: it ended and holds nothing. */
+static int final_status(const struct cjob *cj)
+{
+  return gq_job_phase_final(cj->phase) && !cj->running;
 }
 
 /* Sends cj's status difference now, if there is one. */
@@ -449,14 +458,21 @@ static void send_status(struct ctl *c, struct cjob *cj)
   x = gq_xcalloc(1, sizeof(*x));
   x->c = c;
   x->uid = gq_xstrdup(cj->uid);
-  x->final = gq_job_phase_final(cj->phase) && !cj->running;
+  x->final = final_status(cj);
   cj->status_inflight = 1;
-  c->s_inflight++;
+  if (x->final)
+    c->s_inflight_final++;
+  else
+    c->s_inflight++;
   ctl_write_begin(c);
-  if (gq_kclient_patch_how(c->kc, path, "merge", body, CTL_REPORT,
-                           status_done, x) != 0) {
+  if (gq_kclient_patch_how(c->kc, path, "merge", body,
+                           x->final ? CTL_FINAL : CTL_REPORT, status_done,
+                           x) != 0) {
     ctl_write_end(c);
-    c->s_inflight--;
+    if (x->final)
+      c->s_inflight_final--;
+    else
+      c->s_inflight--;
     cj->status_inflight = 0;
     free(x->uid);
     free(x);
@@ -466,36 +482,52 @@ static void send_status(struct ctl *c, struct cjob *cj)
 
 static struct cjob *lane_pop(struct ctl *c, int lane)
 {
-  struct cjob *cj = c->sq_head[lane];
+  struct cjob *cj = c->sq[lane];
 
   if (cj) {
-    c->sq_head[lane] = cj->snext;
-    if (!c->sq_head[lane])
-      c->sq_tail[lane] = NULL;
-    cj->snext = NULL;
+    DL_DELETE2(c->sq[lane], cj, sprev, snext);
+    cj->sprev = cj->snext = NULL;
     cj->sq = 0;
   }
   return cj;
 }
 
-/* Sends queued status writes while fewer than STATUS_INFLIGHT are in flight
- * and events while fewer than EVENTS_INFLIGHT are; the urgent lane first. */
+/* Sends queued status writes, the lanes in order, while fewer than
+ * STATUS_INFLIGHT of their kind (final or not) are in flight, and events
+ * while fewer than EVENTS_INFLIGHT are. */
 static void pump(struct ctl *c)
 {
   struct cjob *cj;
 
   if (!c)
     return;
-  while (c->s_inflight < STATUS_INFLIGHT && ctl_acting(c) &&
-         ((cj = lane_pop(c, 0)) || (cj = lane_pop(c, 1))))
+  while (ctl_acting(c)) {
+    cj = c->s_inflight_final < STATUS_INFLIGHT
+             ? lane_pop(c, CTL_LANE_FINAL)
+             : NULL;
+    for (int lane = CTL_LANE_FINAL + 1;
+         !cj && lane < CTL_LANES && c->s_inflight < STATUS_INFLIGHT; lane++)
+      cj = lane_pop(c, lane);
+    if (!cj)
+      break;
     send_status(c, cj);
+  }
   while (c->ev_inflight < EVENTS_INFLIGHT && c->ev_head && ctl_acting(c))
     send_event(c);
 }
 
+/* Puts cj at the back of lane (it is in none). */
+static void lane_push(struct ctl *c, struct cjob *cj, int lane)
+{
+  cj->sq = (unsigned char)(lane + 1);
+  DL_APPEND2(c->sq[lane], cj, sprev, snext);
+}
+
 void status_flush(struct ctl *c, struct cjob *cj)
 {
-  int lane = cj->state == CJ_QUEUED || cj->state == CJ_WAITING ? 1 : 0;
+  int lane = final_status(cj)                                   ? CTL_LANE_FINAL
+             : cj->state == CJ_QUEUED || cj->state == CJ_WAITING ? CTL_LANE_QUEUED
+                                                                 : CTL_LANE_URGENT;
 
   if (!ctl_acting(c))
     return;
@@ -503,35 +535,29 @@ void status_flush(struct ctl *c, struct cjob *cj)
     cj->status_again = 1;
     return;
   }
-  if (!cj->sq) {
-    cj->sq = lane + 1;
-    if (c->sq_tail[lane])
-      c->sq_tail[lane]->snext = cj;
-    else
-      c->sq_head[lane] = cj;
-    c->sq_tail[lane] = cj;
-  }
+  if (cj->sq > lane + 1) /* waiting in a later lane: it moves up */
+    status_forget(c, cj);
+  if (!cj->sq)
+    lane_push(c, cj, lane);
+  pump(c);
+}
+
+void status_refresh(struct ctl *c, struct cjob *cj)
+{
+  if (!ctl_acting(c) || cj->status_inflight || cj->sq)
+    return; /* what is in flight or queued carries the figures too */
+  lane_push(c, cj, CTL_LANE_REFRESH);
   pump(c);
 }
 
 /* Takes cj out of the status lanes (it is being freed). */
 void status_forget(struct ctl *c, struct cjob *cj)
 {
-  for (int lane = 0; lane < 2 && cj->sq; lane++) {
-    struct cjob **pp = &c->sq_head[lane], *prev = NULL;
-
-    while (*pp && *pp != cj) {
-      prev = *pp;
-      pp = &(*pp)->snext;
-    }
-    if (*pp) {
-      *pp = cj->snext;
-      if (c->sq_tail[lane] == cj)
-        c->sq_tail[lane] = prev;
-      cj->sq = 0;
-      cj->snext = NULL;
-    }
-  }
+  if (!cj->sq)
+    return;
+  DL_DELETE2(c->sq[cj->sq - 1], cj, sprev, snext);
+  cj->sprev = cj->snext = NULL;
+  cj->sq = 0;
 }
 
 static void event_done(int rc, const struct gq_k8s_status *st,

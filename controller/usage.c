@@ -204,7 +204,7 @@ static void judge_idle(struct ctl *c, struct cjob *cj, int64_t now)
 
   if (idle != u->idle) {
     u->idle = idle;
-    u->dirty = 1;
+    u->dirty = 2; /* the Idle condition turns */
     if (idle)
       status_event(c, cj, "Warning", "Idle", "GPU utilization under %d%% for "
                    "%lld minutes (mean %d%%): %lld GPUs allocated and idle",
@@ -309,15 +309,20 @@ static void read_job(struct ctl *c, struct cjob *cj, int pct, int64_t now)
   if (pct >= 0)
     u->pct_ms = now;
   count_used(c, cj);
-  if ((old < 0) != (u->pct < 0) || abs(old - u->pct) >= STATUS_DELTA_PCT ||
-      ++u->polls >= STATUS_REFRESH_POLLS)
+  if ((old < 0) != (u->pct < 0)) /* the Idle condition turns Unknown or back */
+    u->dirty = 2;
+  else if (abs(old - u->pct) >= STATUS_DELTA_PCT ||
+           ++u->polls >= STATUS_REFRESH_POLLS)
     u->dirty = 1;
   if (pct >= 0)
     judge_idle(c, cj, now);
   if (u->dirty) {
+    if (u->dirty > 1)
+      status_flush(c, cj);
+    else
+      status_refresh(c, cj);
     u->dirty = 0;
     u->polls = 0;
-    status_flush(c, cj);
   }
 }
 
@@ -678,7 +683,7 @@ static void refresh_tick(uv_timer_t *tm)
         now < cj->use->refresh_ms)
       continue;
     cj->use->refresh_ms = now + c->o.util_window_s * 1000;
-    status_flush(c, cj);
+    status_refresh(c, cj);
   }
 }
 
