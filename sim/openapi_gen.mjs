@@ -177,12 +177,18 @@ function typeSchema(type, format, names) {
   return null;
 }
 
-function definition(model, names) {
+// The client's generator writes no doc comment on a property whose type is
+// another model (V1Pod's metadata, spec, status): such a property gets
+// the description of that model, so `kubectl explain` has something to
+// say ("PodSpec is a description of a pod.") where kube-apiserver has the
+// field's own words.
+function definition(model, names, models) {
   const props = {}, required = [];
   for (const a of model.attrs) {
     const d = model.doc.props[a.name] || { description: '', required: false };
     const s = typeSchema(a.type, a.format, names);
-    if (d.description) s.description = d.description;
+    const desc = d.description || (models.has(a.type) ? models.get(a.type).doc.description : '');
+    if (desc) s.description = desc;
     props[a.baseName] = s;
     if (d.required) required.push(a.baseName);
   }
@@ -243,7 +249,7 @@ async function main() {
     const cls = todo.shift();
     if (seen.has(cls)) continue;
     seen.add(cls);
-    const d = definition(models.get(cls), names);
+    const d = definition(models.get(cls), names, models);
     if (gvk.has(cls)) d['x-kubernetes-group-version-kind'] = gvk.get(cls);
     defs[names.get(cls)] = d;
     for (const attr of models.get(cls).attrs) todo.push(...refsOf(attr.type, models));
