@@ -14,11 +14,16 @@
  *   2. once the controller and the sim have stopped, schema_check.py
  *      deserializes every recorded body (watch frames too) into the typed
  *      models, checks each value's type (and the API's enums), and fails
- *      if a kind the sim's discovery lists was never checked.
+ *      if a kind the sim's discovery lists was never checked; with the
+ *      recorded /openapi/v2 (k8s_typed.py asks for it), every object of
+ *      a built-in kind is also checked against its 1.32 definition there
+ *      (declared fields, required fields, JSON types).
  *   3. the checker itself fails on a record with a missing required
  *      field, a wrong type, a value outside an enum, a bad timestamp, an
- *      error that is not a Status, a served kind with no check and a group
- *      whose resources were never listed
+ *      error that is not a Status, a served kind with no check, a group
+ *      whose resources were never listed, and objects against a small
+ *      /openapi/v2 (an undeclared field, a wrong type, a missing required
+ *      field, a served kind with no definition)
  *      (tests/fixtures/schema_check/bad-record.jsonl).
  * The scripts wait for conditions with deadlines, never for time.
  */
@@ -99,6 +104,10 @@ static void test_checker_fails(void **state)
       "served kind never checked: v1 Node (nodes)",
       "no APIResourceList recorded for example.dev/v1",
       "status.phase: 'Runing' is not one of",
+      "spec.nodeName: 1.32 definition: want string, got 7",
+      "spec.containers[0].surplus: not in the 1.32 definition",
+      "spec.containers[1].name: required by the 1.32 definition, missing",
+      "/openapi/v2: no definition tagged v1 PodList",
       NULL};
 
   (void)state;

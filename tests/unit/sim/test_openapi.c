@@ -146,14 +146,14 @@ static void test_closure(void **state)
   const char *name;
   json_t *v;
   char names[512] = "";
+  size_t off = 0;
 
   (void)state;
   /* a self-reference ends; a missing target and enum values are skipped */
   gq_openapi_closure(defs, "io.k8s.api.core.v1.Pod", out);
   gq_openapi_closure(defs, "No.Such", out);
   json_object_foreach(out, name, v) {
-    strcat(names, name);
-    strcat(names, " ");
+    off += (size_t)snprintf(names + off, sizeof(names) - off, "%s ", name);
     assert_ptr_equal(v, json_object_get(defs, name)); /* shared, not copied */
   }
   assert_int_equal(json_object_size(out), 4);
