@@ -15,6 +15,13 @@ DEPS_PKGS := gcc make cmake pkg-config libcurl4-openssl-dev libjansson-dev \
              libcmocka-dev uthash-dev libssl-dev zlib1g-dev openssl redis-server prometheus \
              gnuplot-nox curl python3-kubernetes
 
+# node and npm for the official JavaScript client (tests/integ/clients,
+# installed there by npm ci from the committed package-lock.json): its
+# models are also what the build generates gpuq-sim's OpenAPI schemas
+# from (sim/openapi_gen.mjs). A node already on PATH (e.g. a newer one
+# that brings its own npm) is used as it is.
+NODE_PKGS := nodejs npm
+
 # make fuzz needs clang and libFuzzer as well; make test does not (it
 # replays the fuzz corpora with gcc), so these stay out of DEPS_PKGS.
 FUZZ_PKGS := clang libclang-rt-14-dev
@@ -25,8 +32,14 @@ all: build
 
 deps-fuzz: PKGS = $(DEPS_PKGS) $(FUZZ_PKGS)
 deps-fuzz: install-pkgs
-deps: PKGS = $(DEPS_PKGS)
+deps: PKGS = $(DEPS_PKGS) $(if $(shell command -v npm),,$(NODE_PKGS))
 deps: install-pkgs
+	@if [ ! -f tests/integ/clients/node_modules/.package-lock.json ] || \
+	    [ tests/integ/clients/package-lock.json -nt \
+	      tests/integ/clients/node_modules/.package-lock.json ]; then \
+	  echo "make deps: npm ci in tests/integ/clients"; \
+	  (cd tests/integ/clients && npm ci --no-audit --no-fund --loglevel=error); \
+	fi
 
 .PHONY: install-pkgs
 install-pkgs:

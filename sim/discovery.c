@@ -1,8 +1,12 @@
 /* sim/discovery.c - /version, API discovery (aggregated v2 and legacy) and
- * OpenAPI v3, built from the registry (kubectl-api-contract §2, §3, §6.5). */
+ * OpenAPI v2 and v3, built from the registry (kubectl-api-contract §2, §3,
+ * §6.5) and the generated definitions of the built-in kinds (openapi.h). */
 #include "sim/sim.h"
 
 #include "base/alloc.h"
+#include "base/log.h"
+#include "sim/openapi.h"
+#include "sim/protobuf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -298,14 +302,38 @@ static json_t *patch_op(const struct gq_sim_kind *k)
       "OK");
 }
 
+/* A CRD kind's schema as a component: a copy with its GVK. */
+static json_t *crd_component(const struct gq_sim_kind *k, json_t *schema)
+{
+  json_object_set_new(schema, "x-kubernetes-group-version-kind",
+                      json_pack("[{s:s, s:s, s:s}]", "group", k->group,
+                                "version", k->version, "kind", k->kind));
+  return schema;
+}
+
+/* Adds a built-in kind's definition, its list's and what they reach. */
+static void builtin_closure(struct gq_sim *s, const struct gq_sim_kind *k,
+                            json_t *out)
+{
+  const json_t *defs = json_object_get(s->openapi, "definitions");
+  const char *name;
+
+  if ((name = gq_openapi_find(defs, k->group, k->version, k->kind)))
+    gq_openapi_closure(defs, name, out);
+  if ((name = gq_openapi_find(defs, k->group, k->version, k->list_kind)))
+    gq_openapi_closure(defs, name, out);
+}
+
 static json_t *openapi_gv(struct gq_sim *s, const char *group,
                           const char *version)
 {
   json_t *paths = json_object(), *schemas = json_object();
+  json_t *v2 = json_object(), *sc;
+  const char *name;
   int found = 0;
 
   for (struct gq_sim_kind *k = s->kinds; k; k = k->next) {
-    char path[400], name[300];
+    char path[400], cname[300];
 
     if (k->dropped || strcmp(k->group, group) || strcmp(k->version, version))
       continue;
@@ -318,15 +346,16 @@ static json_t *openapi_gv(struct gq_sim *s, const char *group,
                k->namespaced ? "/namespaces/{namespace}" : "", k->plural);
     json_object_set_new(paths, path, json_pack("{s:o}", "patch", patch_op(k)));
     if (k->schema) {
-      json_t *sc = json_deep_copy(k->schema);
-
-      json_object_set_new(sc, "x-kubernetes-group-version-kind",
-                          json_pack("[{s:s, s:s, s:s}]", "group", k->group,
-                                    "version", k->version, "kind", k->kind));
-      schema_name(k, name, sizeof(name));
-      json_object_set_new(schemas, name, sc);
+      schema_name(k, cname, sizeof(cname));
+      json_object_set_new(schemas, cname,
+                          crd_component(k, json_deep_copy(k->schema)));
+    } else if (k->builtin_schema) {
+      builtin_closure(s, k, v2);
     }
   }
+  json_object_foreach(v2, name, sc)
+    json_object_set_new(schemas, name, gq_openapi_to_v3(sc));
+  json_decref(v2);
   if (!found) {
     json_decref(paths);
     json_decref(schemas);
@@ -335,6 +364,106 @@ static json_t *openapi_gv(struct gq_sim *s, const char *group,
   return json_pack("{s:s, s:{s:s, s:s}, s:o, s:{s:o}}", "openapi", "3.0.0",
                    "info", "title", "Kubernetes", "version", "v1.32.0",
                    "paths", paths, "components", "schemas", schemas);
+}
+
+/* --- OpenAPI v2 --- */
+
+/* The Swagger 2.0 document: every generated definition, and the CRDs'
+ * schemas in their v2 form (gq_openapi_crd_v2). */
+static json_t *openapi_v2_doc(struct gq_sim *s)
+{
+  json_t *defs = json_deep_copy(json_object_get(s->openapi, "definitions"));
+
+  for (struct gq_sim_kind *k = s->kinds; k; k = k->next) {
+    char name[300];
+
+    if (k->dropped || !k->schema)
+      continue;
+    schema_name(k, name, sizeof(name));
+    json_object_set_new(defs, name,
+                        crd_component(k, gq_openapi_crd_v2(k->schema)));
+  }
+  return json_pack("{s:s, s:{s:s, s:s}, s:{}, s:o}", "swagger", "2.0", "info",
+                   "title", "Kubernetes", "version", "v1.32.0", "paths",
+                   "definitions", defs);
+}
+
+/* GET /openapi/v2: protobuf when the Accept header asks for it (kubectl
+ * does), JSON otherwise; 404 without the generated definitions, as
+ * before they existed. Both forms are kept until the registry changes. */
+static void openapi_v2(struct gq_sim *s, struct gq_http_req *req)
+{
+  const char *accept = gq_http_header(req, "Accept");
+
+  if (!s->openapi) {
+    gq_sim_status(req, 404, "NotFound", "the server could not find the "
+                  "requested resource", NULL);
+    return;
+  }
+  if (!s->openapi_v2 || s->openapi_v2_gen != s->kinds_gen) {
+    json_t *doc = openapi_v2_doc(s);
+
+    free(s->openapi_v2);
+    free(s->openapi_v2_pb);
+    s->openapi_v2 = json_dumps(doc, JSON_COMPACT);
+    s->openapi_v2_pb = gq_pb_openapi_v2(doc, &s->openapi_v2_pb_len);
+    s->openapi_v2_gen = s->kinds_gen;
+    json_decref(doc);
+  }
+  if (accept && strstr(accept, "application/com.github.proto-openapi.spec.v2"))
+    gq_http_respond(req, 200, GQ_PB_OPENAPI_V2_TYPE, s->openapi_v2_pb,
+                    s->openapi_v2_pb_len, NULL);
+  else
+    gq_http_respond(req, 200, "application/json", s->openapi_v2,
+                    strlen(s->openapi_v2), NULL);
+}
+
+int gq_sim_openapi_load(struct gq_sim *s, const char *path)
+{
+  static const struct gq_lc lc = {"sim", "openapi", NULL};
+  char err[512];
+  const json_t *defs;
+  json_t *doc;
+  int rc = gq_openapi_load(path, &doc, err, sizeof(err));
+
+  if (rc != 0) {
+    GQ_LOG(GQ_WARN, &lc, "no OpenAPI schemas for the built-in kinds: %s; "
+           "serving OpenAPI for the CRDs only (docs/sim.md, \"OpenAPI\")",
+           err);
+    return rc;
+  }
+  gq_sim_openapi_release(s);
+  s->openapi = doc;
+  defs = json_object_get(doc, "definitions");
+  for (struct gq_sim_kind *k = s->kinds; k; k = k->next) {
+    const char *name;
+
+    if (k->is_crd)
+      continue;
+    name = gq_openapi_find(defs, k->group, k->version, k->kind);
+    k->builtin_schema = name ? json_object_get(defs, name) : NULL;
+    if (!name)
+      GQ_LOG(GQ_WARN, &lc, "'%s' has no definition of %s/%s %s", path,
+             *k->group ? k->group : "core", k->version, k->kind);
+  }
+  GQ_LOG(GQ_INFO, &lc, "OpenAPI of the built-in kinds from '%s' (%s, "
+         "Kubernetes %s, %zu definitions)", path,
+         json_string_value(json_object_get(doc, "source")),
+         json_string_value(json_object_get(doc, "kubernetes")),
+         json_object_size(defs));
+  return 0;
+}
+
+void gq_sim_openapi_release(struct gq_sim *s)
+{
+  for (struct gq_sim_kind *k = s->kinds; k; k = k->next)
+    k->builtin_schema = NULL;
+  json_decref(s->openapi);
+  free(s->openapi_v2);
+  free(s->openapi_v2_pb);
+  s->openapi = NULL;
+  s->openapi_v2 = s->openapi_v2_pb = NULL;
+  s->openapi_v2_pb_len = 0;
 }
 
 static int openapi(struct gq_sim *s, struct gq_http_req *req,
@@ -370,6 +499,10 @@ int gq_sim_discovery(struct gq_sim *s, struct gq_http_req *req)
   else if (n >= 1 && strcmp(seg[0], "openapi") == 0) {
     if (n >= 2 && strcmp(seg[1], "v3") == 0)
       return openapi(s, req, seg, n);
+    if (n == 2 && strcmp(seg[1], "v2") == 0) {
+      openapi_v2(s, req);
+      return 1;
+    }
     gq_sim_status(req, 404, "NotFound", "the server could not find the "
                   "requested resource", NULL);
   } else if (n == 1 && strcmp(seg[0], "api") == 0)

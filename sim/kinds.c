@@ -138,6 +138,39 @@ void gq_sim_kinds_init(struct gq_sim *s)
   set_table(k, gq_tb_crd_cols, gq_tb_crd_cells);
 }
 
+int gq_sim_kinds_print(FILE *f)
+{
+  struct gq_sim s;
+  json_t *out = json_array();
+  int rc;
+
+  memset(&s, 0, sizeof s);
+  gq_sim_kinds_init(&s);
+  /* The registry is a list with the newest first: registry order is the
+   * reverse, so each new entry goes in front. */
+  for (struct gq_sim_kind *k = s.kinds; k; k = k->next) {
+    json_array_insert_new(out, 0,
+                          json_pack("{s:s, s:s, s:s, s:s}", "group", k->group,
+                                    "version", k->version, "kind", k->kind,
+                                    "listKind", k->list_kind));
+    if (k->extra_sub) {
+      json_array_append_new(out, json_pack("{s:s, s:s, s:s}", "group",
+                                           "policy", "version", "v1", "kind",
+                                           "Eviction"));
+      json_array_append_new(out, json_pack("{s:s, s:s, s:s}", "group", "",
+                                           "version", "v1", "kind",
+                                           "Binding"));
+    }
+  }
+  gq_sim_kinds_release(&s);
+  rc = json_dumpf(out, f, JSON_INDENT(1)) == 0 && fputc('\n', f) != EOF &&
+               fflush(f) == 0
+           ? 0
+           : -1;
+  json_decref(out);
+  return rc;
+}
+
 static void clear_crd_fields(struct gq_sim_kind *k);
 
 static void free_kind(struct gq_sim_kind *k)

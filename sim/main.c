@@ -12,7 +12,8 @@
  *            [--dcgm-listen 127.0.0.1:PORT] [--gpu-utilization F]
  *            [--idle-threshold PCT] [--idle-share F]
  *            [--time-scale S --time-epoch E]
- *            [--log-level L] [--record FILE]
+ *            [--log-level L] [--record FILE] [--openapi FILE|none]
+ *   gpuq-sim --print-kinds
  *
  * The first line on stdout is "listening on http://127.0.0.1:PORT" (https
  * under TLS), then, with --dcgm-listen, "dcgm-exporter on
@@ -50,6 +51,7 @@ struct args {
   const char *scale, *epoch, *log_level;
   const char *dcgm_listen;
   const char *record; /* --record FILE, or NULL */
+  const char *openapi; /* --openapi FILE or "none"; NULL: next to the binary */
   double gpu_util, idle_pct;
   long window;
   long bookmark_ms;
@@ -72,7 +74,8 @@ static void usage(FILE *f)
           "                [--dcgm-listen 127.0.0.1:PORT] [--gpu-utilization F]\n"
           "                [--idle-threshold PCT] [--idle-share F]\n"
           "                [--time-scale S --time-epoch E] [--log-level L]\n"
-          "                [--record FILE]\n");
+          "                [--record FILE] [--openapi FILE|none]\n"
+          "       gpuq-sim --print-kinds\n");
 }
 
 /* Parses "HOST:PORT" (IPv4 literal). */
@@ -184,6 +187,8 @@ static int parse_value_flag(const char *f, const char *v, struct args *a)
     a->epoch = v;
   else if (!strcmp(f, "--log-level"))
     a->log_level = v;
+  else if (!strcmp(f, "--openapi"))
+    a->openapi = v;
   else if (!strcmp(f, "--record"))
     a->record = v;
   else if (!strcmp(f, "--bookmark-interval-ms")) {
@@ -231,6 +236,8 @@ static int parse_args(int argc, char **argv, struct args *a)
       a->replay.hold = 1;
       continue;
     }
+    if (!strcmp(f, "--print-kinds")) /* the build's OpenAPI generator */
+      exit(gq_sim_kinds_print(stdout) == 0 ? 0 : 1);
     if (!strcmp(f, "--serve-after-replay")) {
       a->serve_after = 1;
       continue;
@@ -426,11 +433,33 @@ static int setup(struct args *a, char **cert, char **key, char **ca)
   return 0;
 }
 
+/* The generated OpenAPI definitions: --openapi's file, none for
+ * "none", else gpuq-sim-openapi.json in the binary's own directory (where
+ * the build writes it). path is the buffer for the last case. */
+static const char *openapi_file(const char *flag, char *path, size_t len)
+{
+  ssize_t n;
+  char *slash;
+
+  if (flag)
+    return strcmp(flag, "none") ? flag : NULL;
+  n = readlink("/proc/self/exe", path, len - 1);
+  if (n <= 0)
+    return NULL;
+  path[n] = '\0';
+  slash = strrchr(path, '/');
+  if (!slash || (size_t)(slash - path) + sizeof("/gpuq-sim-openapi.json") > len)
+    return NULL;
+  snprintf(slash, len - (size_t)(slash - path), "/gpuq-sim-openapi.json");
+  return path;
+}
+
 int main(int argc, char **argv)
 {
   struct args a = {0};
   struct gq_sim_opts o;
   char err[1024], url[128], *cert = NULL, *key = NULL, *ca = NULL;
+  char oa_path[4096];
   uv_loop_t *loop = uv_default_loop();
   int rc;
 
@@ -442,7 +471,8 @@ int main(int argc, char **argv)
   o = (struct gq_sim_opts){a.host,  a.port,           a.token,
                            cert,    key,              a.crds,
                            (size_t)a.window, (uint64_t)a.bookmark_ms,
-                           a.token_auth_file};
+                           a.token_auth_file,
+                           openapi_file(a.openapi, oa_path, sizeof(oa_path))};
   if ((rc = gq_sim_start(&sim, loop, &o, err, sizeof(err))) != 0) {
     fprintf(stderr, "gpuq-sim: %s\n", err);
     return 1;

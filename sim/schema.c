@@ -75,6 +75,7 @@ struct walk {
   int rc;           /* sticky GQ_ETOOBIG once a walk went too deep */
   struct re_slot re[RE_CACHE_SIZE];
   size_t n_re;
+  const json_t *defs; /* "$ref" targets (gq_schema_prune), or NULL */
 };
 
 static void validate_node(struct walk *w, const json_t *v, const json_t *s,
@@ -535,6 +536,29 @@ static void add_unknown(struct walk *w)
 
 /* --- pruning (pruning/algorithm.go) ----------------------------------- */
 
+/* Most "$ref" hops followed from one node before it counts as no schema:
+ * the generated definitions never chain references, so this only stops a
+ * reference cycle in a hand-made file. */
+#define MAX_REF_HOPS 8
+
+/* s, or the definition its "$ref": "#/definitions/NAME" names (when the
+ * walk has definitions); NULL for a reference to nothing. */
+static const json_t *deref(const struct walk *w, const json_t *s)
+{
+  static const char pre[] = "#/definitions/";
+  const char *ref;
+
+  for (int hops = 0; s && w->defs && hops < MAX_REF_HOPS; hops++) {
+    ref = json_string_value(json_object_get(s, "$ref"));
+    if (!ref)
+      return s;
+    if (strncmp(ref, pre, sizeof pre - 1) != 0)
+      return NULL;
+    s = json_object_get(w->defs, ref + sizeof pre - 1);
+  }
+  return w->defs && s && json_object_get(s, "$ref") ? NULL : s;
+}
+
 static void prune_node(struct walk *w, json_t *x, const json_t *s, int depth);
 
 /* A node with x-kubernetes-preserve-unknown-fields (skipPrune): its own
@@ -545,6 +569,7 @@ static void skip_prune(struct walk *w, json_t *x, const json_t *s, int depth)
   const json_t *sub;
   size_t i, n, old;
 
+  s = deref(w, s);
   if (!s || too_deep(w, x, depth))
     return;
   if (json_is_object(x)) {
@@ -582,6 +607,7 @@ static void prune_node(struct walk *w, json_t *x, const json_t *s, int depth)
   const json_t *sub;
   size_t i, n, old;
 
+  s = deref(w, s);
   if (s && flag(s, K_PRESERVE)) {
     skip_prune(w, x, s, depth);
     return;
@@ -1193,6 +1219,26 @@ int gq_schema_process(const json_t *schema, json_t *obj, int prune,
   if (w.rc != 0)
     return w.rc;
   return rep->n_causes || rep->n_unknown ? GQ_EINVAL : 0;
+}
+
+int gq_schema_prune(const json_t *schema, const json_t *defs, json_t *obj,
+                    struct gq_schema_report *rep)
+{
+  struct walk w;
+
+  if (rep)
+    gq_schema_report_init(rep);
+  if (!schema || !obj || !rep)
+    return GQ_EINVAL;
+  if (nesting_over(obj, 1))
+    return GQ_ETOOBIG;
+  memset(&w, 0, sizeof w);
+  w.rep = rep;
+  w.defs = defs;
+  prune_node(&w, obj, schema, 1);
+  if (w.rc != 0)
+    return w.rc;
+  return rep->n_unknown ? GQ_EINVAL : 0;
 }
 
 const json_t *gq_schema_for_version(const json_t *crd, const char *version)

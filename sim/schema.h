@@ -143,6 +143,23 @@ void gq_schema_report_release(struct gq_schema_report *rep);
 int gq_schema_process(const json_t *schema, json_t *obj, int prune,
                       struct gq_schema_report *rep);
 
+/* Only the pruning step of gq_schema_process(), for a built-in kind: obj
+ * loses what 'schema' does not declare, as kube-apiserver's decoding of
+ * the body into the kind's Go struct drops unknown fields (and its strict
+ * decoding names them: k8s.io/apimachinery/pkg/runtime/serializer/json,
+ * 'unknown field "spec.foo"'). A schema node may be a reference,
+ * {"$ref": "#/definitions/NAME"}, to a definition of 'defs' (the
+ * generated OpenAPI definitions, sim/openapi.h; NULL for none): it is
+ * followed, and a reference to a missing definition declares nothing.
+ * Nothing is defaulted or validated. The pruning rules, the fields never
+ * pruned (the object's apiVersion, kind and metadata) and rep are as for
+ * gq_schema_process(). Returns 0 when nothing was pruned, GQ_EINVAL when
+ * something was (rep->unknown lists it) or an argument but defs is NULL,
+ * GQ_ETOOBIG when obj nests deeper than GQ_SCHEMA_MAX_DEPTH (untouched).
+ * schema and defs are borrowed; obj is modified. */
+int gq_schema_prune(const json_t *schema, const json_t *defs, json_t *obj,
+                    struct gq_schema_report *rep);
+
 /* Returns the openAPIV3Schema of version 'version' of the
  * CustomResourceDefinition 'crd' (apiextensions.k8s.io/v1:
  * spec.versions[].schema.openAPIV3Schema), borrowed from crd and valid as

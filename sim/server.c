@@ -445,6 +445,8 @@ int gq_sim_start(struct gq_sim *s, uv_loop_t *loop,
   gq_sim_store_observe(s, gq_sim_watch_notify, NULL);
   gq_sim_store_observe(s, gq_sim_pdb_observe, NULL);
   gq_sim_kinds_init(s);
+  if (o->openapi_file)
+    gq_sim_openapi_load(s, o->openapi_file); /* without it: CRDs only */
   seed_namespaces(s);
   if (o->token_auth_file &&
       (rc = gq_sim_users_load(s, o->token_auth_file, err, errlen)) != 0)
@@ -478,6 +480,7 @@ void gq_sim_release(struct gq_sim *s)
   gq_sim_replay_release(s);
   gq_sim_engine_release(s);
   gq_sim_store_release(s);
+  gq_sim_openapi_release(s);
   gq_sim_kinds_release(s);
   gq_sim_users_release(s);
   gq_sim_jobs_release(s);

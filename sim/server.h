@@ -16,7 +16,9 @@ struct gq_sim_req {
   char sub[32];      /* "status", "eviction", "binding" or "" */
   int table;         /* Accept asks for a Table */
   int include_object;
-  char warning[512]; /* a Warning header to add, or "" */
+  /* Warning headers to add (kube-apiserver's warning.AddWarning: one per
+   * unknown field), their texts one a line, or "" */
+  char warning[2048];
   const struct gq_sim_user *user; /* who asks (auth.c); borrowed */
   int64_t del_grace_s; /* DELETE: the options, kept across admission */
   int del_orphan;

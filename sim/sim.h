@@ -112,6 +112,9 @@ struct gq_sim_kind {
   const char *extra_sub; /* "eviction" + "binding" for pods, else NULL */
   json_t *crd;        /* CRD object (owned) for custom resources */
   const json_t *schema; /* its openAPIV3Schema (borrowed from crd) */
+  /* a built-in kind's generated OpenAPI definition (borrowed from
+   * gq_sim.openapi; Swagger 2.0 form), or NULL (discovery.c) */
+  const json_t *builtin_schema;
   struct gq_sim_col *cols;
   size_t n_cols;
   gq_sim_coldefs_fn coldefs;
@@ -194,6 +197,9 @@ struct gq_sim_opts {
   size_t watch_window;     /* events kept for resumption */
   uint64_t bookmark_ms;    /* real ms between watch bookmarks (0 = 10 s) */
   const char *token_auth_file; /* --token-auth-file path, or NULL */
+  /* the generated OpenAPI definitions of the built-in kinds
+   * (sim/openapi_gen.mjs), or NULL: OpenAPI for the CRDs only */
+  const char *openapi_file;
 };
 
 struct gq_sim_engine;
@@ -236,6 +242,11 @@ struct gq_sim {
   FILE *record;              /* --record (record.c), or NULL */
   uint32_t cluster_ips;      /* Service clusterIPs handed out (defaults.c) */
   uint32_t node_ports;       /* Service nodePorts handed out */
+  json_t *openapi;           /* --openapi's document (openapi.h), or NULL */
+  char *openapi_v2;          /* /openapi/v2 as JSON, for openapi_v2_gen */
+  char *openapi_v2_pb;       /* ... and as protobuf, openapi_v2_pb_len bytes */
+  size_t openapi_v2_pb_len;
+  uint64_t openapi_v2_gen;   /* the kinds_gen the two were made for */
 };
 
 /* --- record.c --- */
@@ -316,6 +327,13 @@ void gq_sim_self_review(struct gq_http_req *req,
 /* --- kinds.c --- */
 void gq_sim_kinds_init(struct gq_sim *s);
 void gq_sim_kinds_release(struct gq_sim *s);
+/* Writes the built-in kinds of the registry to f as one JSON array,
+ * [{"group", "version", "kind", "listKind"}] in registry order, plus the
+ * kinds of the pods' eviction and binding subresources (without
+ * listKind): the input of the build's OpenAPI generator
+ * (`gpuq-sim --print-kinds`, sim/openapi_gen.mjs). Returns 0, or -1 if
+ * writing failed. */
+int gq_sim_kinds_print(FILE *f);
 /* Finds a kind by group, version and plural (or short name or singular
  * when 'any_name'); NULL if unknown. */
 struct gq_sim_kind *gq_sim_kind_find(struct gq_sim *s, const char *group,
@@ -455,6 +473,17 @@ json_t *gq_sim_table(struct gq_sim_kind *k, const json_t *items,
 /* --- discovery.c --- */
 /* Answers discovery and OpenAPI paths; returns 1 if it answered. */
 int gq_sim_discovery(struct gq_sim *s, struct gq_http_req *req);
+/* Loads the generated OpenAPI definitions of the built-in kinds from
+ * 'path' (sim/openapi.h) and links each built-in kind of the registry to
+ * its definition (gq_sim_kind.builtin_schema), so that /openapi/v2 and
+ * /openapi/v3 serve them and writes prune unknown fields by them. Logs
+ * what it loaded. Returns 0; on an error (the file is missing or not
+ * such a document) logs a warning that only the CRDs have OpenAPI and
+ * returns the error of gq_openapi_load(): the sim then runs as without
+ * the file. */
+int gq_sim_openapi_load(struct gq_sim *s, const char *path);
+/* Frees what gq_sim_openapi_load() and /openapi/v2 kept. */
+void gq_sim_openapi_release(struct gq_sim *s);
 
 /* --- clock.c --- */
 /* Sets up the timer of /sim/v1/clock's waiters on s->loop. */

@@ -118,7 +118,25 @@ static json_t *present(const struct gq_sim_req *r, const json_t *obj)
   return r->view ? r->view->present(obj) : json_incref((json_t *)obj);
 }
 
-/* Sends obj (JSON, or a one-row Table when asked) with the warning. */
+/* Most Warning headers one answer carries; kube-apiserver has a limit of
+ * its own (4 KiB of warnings per request, k8s.io/apiserver warning). */
+#define MAX_WARNINGS 16
+
+/* "299 - \"TEXT\"": an RFC 7234 warn-value, TEXT with " and \ escaped as
+ * kube-apiserver writes it (k8s.io/apiserver/pkg/endpoints/filters). */
+static void warn_value(char *out, size_t len, const char *text, size_t n)
+{
+  size_t o = (size_t)snprintf(out, len, "299 - \"");
+
+  for (size_t i = 0; i < n && o + 3 < len; i++) {
+    if (text[i] == '"' || text[i] == '\\')
+      out[o++] = '\\';
+    out[o++] = text[i];
+  }
+  snprintf(out + o, len - o, "\"");
+}
+
+/* Sends obj (JSON, or a one-row Table when asked) with the warnings. */
 static void reply_obj(struct gq_sim_req *r, int code, const json_t *obj)
 {
   json_t *out;
@@ -132,10 +150,21 @@ static void reply_obj(struct gq_sim_req *r, int code, const json_t *obj)
     out = present(r, obj);
   }
   if (r->warning[0]) {
-    char *s = json_dumps(out, JSON_COMPACT), hdr[600];
-    const char *extra[] = {"Warning", hdr, NULL};
+    char *s = json_dumps(out, JSON_COMPACT), hdr[MAX_WARNINGS][600];
+    const char *extra[2 * MAX_WARNINGS + 1];
+    size_t n = 0;
 
-    snprintf(hdr, sizeof(hdr), "299 - \"%s\"", r->warning);
+    for (const char *p = r->warning; *p && n < MAX_WARNINGS;) {
+      const char *nl = strchr(p, '\n');
+      size_t len = nl ? (size_t)(nl - p) : strlen(p);
+
+      warn_value(hdr[n], sizeof(hdr[n]), p, len);
+      extra[2 * n] = "Warning";
+      extra[2 * n + 1] = hdr[n];
+      n++;
+      p += len + (nl ? 1 : 0);
+    }
+    extra[2 * n] = NULL;
     gq_http_respond(r->http, (unsigned)code, "application/json", s, strlen(s),
                     extra);
     free(s);
@@ -332,8 +361,85 @@ static json_t *read_body(struct gq_sim_req *r)
   return obj;
 }
 
-/* Runs the CRD schema (prune, default, validate) or the built-in decoders
- * over obj. Answers and returns -1 when obj is rejected. */
+/* Answers the unknown fields that pruning removed from the body of r as
+ * the query's fieldValidation asks (kube-apiserver's handlers, after
+ * KEP-2885): Strict is a 400 BadRequest naming every field ('strict
+ * decoding error: unknown field "spec.foo"'), Warn (the default when the
+ * parameter is absent, as there; kubectl sends Strict) one Warning header
+ * per field, Ignore nothing. Another value is a 400 naming it. Returns -1
+ * when it answered (the write stops), else 0. */
+static int unknown_fields(struct gq_sim_req *r,
+                          const struct gq_schema_report *rep)
+{
+  const char *fv = q(r, "fieldValidation");
+  char err[ERRLEN];
+  size_t off;
+
+  if (fv && strcmp(fv, "Strict") && strcmp(fv, "Warn") &&
+      strcmp(fv, "Ignore")) {
+    snprintf(err, sizeof(err), "fieldValidation: Unsupported value: \"%s\": "
+             "supported values: \"Ignore\", \"Strict\", \"Warn\"", fv);
+    bad_request(r, err);
+    return -1;
+  }
+  if (!rep->n_unknown || (fv && !strcmp(fv, "Ignore")))
+    return 0;
+  if (fv && !strcmp(fv, "Strict")) {
+    off = (size_t)snprintf(err, sizeof(err), "%s in version \"%s\" cannot "
+                           "be handled as a %s: strict decoding error: ",
+                           r->k->kind, r->k->version, r->k->kind);
+    for (size_t i = 0; i < rep->n_unknown && off < sizeof(err); i++)
+      off += (size_t)snprintf(err + off, sizeof(err) - off,
+                              "%sunknown field \"%s\"", i ? ", " : "",
+                              rep->unknown[i]);
+    bad_request(r, err);
+    return -1;
+  }
+  off = strlen(r->warning);
+  for (size_t i = 0; i < rep->n_unknown && off < sizeof(r->warning); i++)
+    off += (size_t)snprintf(r->warning + off, sizeof(r->warning) - off,
+                            "%sunknown field \"%s\"", off ? "\n" : "",
+                            rep->unknown[i]);
+  return 0;
+}
+
+/* Prunes obj by the schema of its kind (the CRD's, or the generated
+ * definition of a built-in kind: none without the file, docs/sim.md) and
+ * answers what was unknown (unknown_fields). For a CRD the schema's
+ * defaults and validation follow (422 with the causes). Returns -1 when
+ * it answered. */
+static int check_schema(struct gq_sim_req *r, json_t *obj, const char *name)
+{
+  struct gq_schema_report rep;
+  int rc = 0;
+
+  if (r->k->is_crd)
+    gq_schema_process(r->k->schema, obj, 1, &rep);
+  else if (r->k->builtin_schema)
+    gq_schema_prune(r->k->builtin_schema,
+                    json_object_get(r->s->openapi, "definitions"), obj, &rep);
+  else
+    gq_schema_report_init(&rep);
+  if (unknown_fields(r, &rep) != 0) {
+    rc = -1;
+  } else if (rep.n_causes) {
+    json_t *causes = json_array();
+
+    for (size_t i = 0; i < rep.n_causes; i++)
+      json_array_append_new(
+          causes, json_pack("{s:s, s:s, s:s}", "reason", rep.causes[i].reason,
+                            "message", rep.causes[i].message, "field",
+                            rep.causes[i].field));
+    invalid(r, name, causes);
+    rc = -1;
+  }
+  gq_schema_report_release(&rep);
+  return rc;
+}
+
+/* Runs the CRD schema (prune, default, validate) or, for a built-in kind,
+ * pruning by its generated schema and the built-in decoders over obj.
+ * Answers and returns -1 when obj is rejected. */
 static int validate(struct gq_sim_req *r, json_t *obj, const char *name)
 {
   char err[ERRLEN];
@@ -342,48 +448,9 @@ static int validate(struct gq_sim_req *r, json_t *obj, const char *name)
     invalid_msg(r, name, err);
     return -1;
   }
-  if (r->k->is_crd) {
-    const char *fv = q(r, "fieldValidation");
-    struct gq_schema_report rep = {0};
-    int strict = fv && strcmp(fv, "Strict") == 0;
-    int warn = fv && strcmp(fv, "Warn") == 0;
-    int rc = -1;
-
-    gq_schema_process(r->k->schema, obj, 1, &rep);
-    if (rep.n_unknown && (strict || warn)) {
-      size_t off = (size_t)snprintf(
-          err, sizeof(err), "%s in version \"%s\" cannot be handled as a %s: "
-          "strict decoding error: ", r->k->kind, r->k->version, r->k->kind);
-
-      for (size_t i = 0; i < rep.n_unknown && off < sizeof(err); i++)
-        off += (size_t)snprintf(err + off, sizeof(err) - off,
-                                "%sunknown field \"%s\"", i ? ", " : "",
-                                rep.unknown[i]);
-      if (strict) {
-        bad_request(r, err);
-        gq_schema_report_release(&rep);
-        return -1;
-      }
-      snprintf(r->warning, sizeof(r->warning), "unknown field \"%s\"",
-               rep.unknown[0]);
-    }
-    if (rep.n_causes) {
-      json_t *causes = json_array();
-
-      for (size_t i = 0; i < rep.n_causes; i++)
-        json_array_append_new(
-            causes, json_pack("{s:s, s:s, s:s}", "reason",
-                              rep.causes[i].reason, "message",
-                              rep.causes[i].message, "field",
-                              rep.causes[i].field));
-      invalid(r, name, causes);
-    } else {
-      rc = 0;
-    }
-    gq_schema_report_release(&rep);
-    return rc;
-  }
-  if (gq_sim_builtin_check(r->k, obj, err, sizeof(err)) != 0) {
+  if (check_schema(r, obj, name) != 0)
+    return -1;
+  if (!r->k->is_crd && gq_sim_builtin_check(r->k, obj, err, sizeof(err)) != 0) {
     invalid_msg(r, name, err);
     return -1;
   }

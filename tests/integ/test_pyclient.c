@@ -14,11 +14,16 @@
  *   2. once the controller and the sim have stopped, schema_check.py
  *      deserializes every recorded body (watch frames too) into the typed
  *      models, checks each value's type (and the API's enums), and fails
- *      if a kind the sim's discovery lists was never checked.
+ *      if a kind the sim's discovery lists was never checked; with the
+ *      recorded /openapi/v2 (k8s_typed.py asks for it), every object of
+ *      a built-in kind is also checked against its 1.32 definition there
+ *      (declared fields, required fields, JSON types).
  *   3. the checker itself fails on a record with a missing required
  *      field, a wrong type, a value outside an enum, a bad timestamp, an
- *      error that is not a Status, a served kind with no check and a group
- *      whose resources were never listed
+ *      error that is not a Status, a served kind with no check, a group
+ *      whose resources were never listed, and objects against a small
+ *      /openapi/v2 (an undeclared field, a wrong type, a missing required
+ *      field, a served kind with no definition)
  *      (tests/fixtures/schema_check/bad-record.jsonl).
  * The scripts wait for conditions with deadlines, never for time.
  */
@@ -35,91 +40,26 @@
 
 #include "tests/support/fixture.h"
 #include "tests/support/proc.h"
-#include "tests/support/redis.h"
+#include "tests/support/world.h"
 
 #define PY "/usr/bin/python3"
 #define CLIENTS "tests/integ/clients"
 #define SCRIPT_MS 300000 /* the scripts' own waits end sooner */
 
-static struct {
-  char dir[256], record[320];
-  struct gq_test_sim sim;
-  struct gq_test_redis redis;
-  struct gq_test_ctl ctl;
-  int up;
-} w;
+static struct gq_test_world w;
 
 static int world_up(void **state)
 {
-  const char *tmp = getenv("TMPDIR");
-  char cluster[320];
-  FILE *f;
+  static const char *const sargs[] = {"--watch-window", "50", NULL};
 
   (void)state;
-  snprintf(w.dir, sizeof(w.dir), "%s/gpuq-pyclient-XXXXXX",
-           tmp && *tmp ? tmp : "/tmp");
-  if (!mkdtemp(w.dir))
-    return -1;
-  snprintf(cluster, sizeof(cluster), "%s/cluster.yaml", w.dir);
-  snprintf(w.record, sizeof(w.record), "%s/record.jsonl", w.dir);
-  if (!(f = fopen(cluster, "w")))
-    return -1;
-  fprintf(f, "nodes: []\ngroups:\n");
-  for (int i = 0; i < 2; i++)
-    fprintf(f, "- {count: 1, prefix: 'p%c-', cpu: '128', memory: 2000Gi, "
-            "pods: 110, gpu: {product: NVIDIA-H100-80GB-HBM3, memoryMiB: "
-            "81559, count: 8}}\n", "ab"[i]);
-  fclose(f);
-  {
-    const char *sargs[] = {"--cluster", cluster, "--time-scale", "10",
-                           "--time-epoch", "1800000000", "--record",
-                           w.record, "--watch-window", "50", NULL};
-    static const char *const cargs[] = {"--time-scale", "10", "--time-epoch",
-                                        "1800000000", "--leader-elect", NULL};
-
-    if (gq_test_redis_start(&w.redis, NULL) != 0 ||
-        gq_test_sim_start(&w.sim, sargs) != 0)
-      return -1;
-    w.up = 1;
-    json_decref(gq_test_sim_call(&w.sim, "POST", "/api/v1/namespaces",
-                                 "{\"metadata\":{\"name\":\"team-a\"}}",
-                                 201));
-    json_decref(gq_test_sim_call(&w.sim, "POST", "/api/v1/namespaces",
-                                 "{\"metadata\":{\"name\":\"gpuq-system\"}}",
-                                 201));
-    return gq_test_ctl_start(&w.ctl, &w.sim, w.redis.url, 0, cargs);
-  }
-}
-
-static void print_file(const char *what, const char *path)
-{
-  char *text = gq_test_read_file(path, NULL);
-
-  fprintf(stderr, "---- %s ----\n%s\n", what, text ? text : "");
-  free(text);
-}
-
-/* Stops the controller and the sim (the record is complete then);
- * idempotent. Returns 0 if both stopped cleanly. */
-static int world_stop(void)
-{
-  int rc;
-
-  if (!w.up)
-    return 0;
-  rc = gq_test_ctl_sim_stop(&w.ctl, &w.sim);
-  w.up = 0;
-  return rc;
+  return gq_test_world_up(&w, "pyclient", 1, sargs);
 }
 
 static int world_down(void **state)
 {
-  int rc = world_stop();
-
   (void)state;
-  gq_test_redis_stop(&w.redis);
-  gq_test_rmtree(w.dir);
-  return rc;
+  return gq_test_world_down(&w);
 }
 
 /* Runs a script of tests/integ/clients with /usr/bin/python3; fails the
@@ -129,22 +69,9 @@ static void run_py(const char *script, const char *arg, int want)
 {
   char path[200];
   const char *argv[] = {PY, path, arg, NULL};
-  struct gq_test_out o = {0};
 
   snprintf(path, sizeof(path), CLIENTS "/%s", script);
-  int status;
-
-  gq_test_run_for(w.dir, argv, &o, SCRIPT_MS);
-  if (o.status != want || getenv("GQ_TEST_LOGS"))
-    fprintf(stderr, "---- %s: exit %d ----\n%s\n%s\n", script, o.status,
-            o.out, o.err);
-  if (o.status != want && w.up) {
-    print_file("controller log", w.ctl.log);
-    print_file("sim log", w.sim.log);
-  }
-  status = o.status;
-  gq_test_out_free(&o);
-  assert_int_equal(status, want);
+  assert_int_equal(gq_test_world_run(&w, argv, SCRIPT_MS, want), want);
 }
 
 static void test_typed_client(void **state)
@@ -156,7 +83,7 @@ static void test_typed_client(void **state)
 static void test_schema_check(void **state)
 {
   (void)state;
-  assert_int_equal(world_stop(), 0);
+  assert_int_equal(gq_test_world_stop(&w), 0);
   run_py("schema_check.py", w.record, 0);
 }
 
@@ -177,6 +104,10 @@ static void test_checker_fails(void **state)
       "served kind never checked: v1 Node (nodes)",
       "no APIResourceList recorded for example.dev/v1",
       "status.phase: 'Runing' is not one of",
+      "spec.nodeName: 1.32 definition: want string, got 7",
+      "spec.containers[0].surplus: not in the 1.32 definition",
+      "spec.containers[1].name: required by the 1.32 definition, missing",
+      "/openapi/v2: no definition tagged v1 PodList",
       NULL};
 
   (void)state;

@@ -324,21 +324,25 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
   return gq_buf_append(arg, p, size * n) == 0 ? size * n : 0;
 }
 
-int gq_test_http(const char *method, const char *url, const char *body,
-                 const char *ctype, const char *token, char **resp)
+int gq_test_http_ex(const char *method, const char *url, const char *body,
+                    const char *ctype, const char *const *headers,
+                    struct gq_test_http_resp *r)
 {
   CURL *c = curl_easy_init();
   struct curl_slist *h = NULL;
-  struct gq_buf b;
+  struct gq_buf b, hd;
   char hdr[512];
   long code = -1;
 
   gq_buf_init(&b, 64u << 20);
+  gq_buf_init(&hd, 1u << 20);
   curl_easy_setopt(c, CURLOPT_URL, url);
   curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
   curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &hd);
   if (getenv("GQ_TEST_CAINFO")) /* a test's own CA for an https sim */
     curl_easy_setopt(c, CURLOPT_CAINFO, getenv("GQ_TEST_CAINFO"));
   if (body) {
@@ -347,17 +351,39 @@ int gq_test_http(const char *method, const char *url, const char *body,
              ctype ? ctype : "application/json");
     h = curl_slist_append(h, hdr);
   }
-  if (token) {
-    snprintf(hdr, sizeof(hdr), "Authorization: Bearer %s", token);
-    h = curl_slist_append(h, hdr);
-  }
+  for (size_t i = 0; headers && headers[i]; i++)
+    h = curl_slist_append(h, headers[i]);
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
   if (curl_easy_perform(c) == CURLE_OK)
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
   curl_slist_free_all(h);
   curl_easy_cleanup(c);
-  *resp = gq_buf_take(&b);
+  r->len = b.len;
+  r->body = gq_buf_take(&b);
+  r->headers = gq_buf_take(&hd);
   return (int)code;
+}
+
+void gq_test_http_resp_free(struct gq_test_http_resp *r)
+{
+  free(r->body);
+  free(r->headers);
+  r->body = r->headers = NULL;
+}
+
+int gq_test_http(const char *method, const char *url, const char *body,
+                 const char *ctype, const char *token, char **resp)
+{
+  struct gq_test_http_resp r;
+  char auth[512];
+  const char *headers[] = {token ? auth : NULL, NULL};
+  int code;
+
+  snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token ? token : "");
+  code = gq_test_http_ex(method, url, body, ctype, headers, &r);
+  free(r.headers);
+  *resp = r.body;
+  return code;
 }
 
 int gq_test_make_cert(const char *dir, const char *name, char *crt, char *key)

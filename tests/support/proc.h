@@ -103,6 +103,22 @@ int gq_test_wait_file(const char *path, const char *needle, int timeout_ms);
 int gq_test_http(const char *method, const char *url, const char *body,
                  const char *ctype, const char *token, char **resp);
 
+/* An answer of gq_test_http_ex(): heap strings, freed by
+ * gq_test_http_resp_free(). */
+struct gq_test_http_resp {
+  char *body;    /* NUL-terminated; may hold NULs (protobuf): see len */
+  size_t len;    /* bytes of body */
+  char *headers; /* the response's header lines, as received */
+};
+
+/* gq_test_http() with request header lines of our own ("Accept: ...",
+ * NULL-terminated, may be NULL) instead of a token, and the response's
+ * headers. Returns the status code (or -1); *r is filled either way. */
+int gq_test_http_ex(const char *method, const char *url, const char *body,
+                    const char *ctype, const char *const *headers,
+                    struct gq_test_http_resp *r);
+void gq_test_http_resp_free(struct gq_test_http_resp *r);
+
 /* Fails the running cmocka test unless the sim's invariant checker reports
  * 0 violations and exactly 'misses' placement misses (GET /sim/v1/report). */
 void gq_test_sim_expect_clean(const struct gq_test_sim *s, long misses);

@@ -21,7 +21,19 @@ the recorded CustomResourceDefinitions) have no typed model: their
 metadata is read as V1ObjectMeta.
 
 Fields the 22.6 models do not know (newer than Kubernetes 1.22) are
-reported, not failed. Glue, run by tests/integ/test_pyclient.c:
+reported, not failed.
+
+When the record has gpuq-sim's /openapi/v2 document (JSON), every object
+of a built-in kind (objects, List items, watch events) is also checked
+against its definition there, which the build generated from the 1.32
+models of @kubernetes/client-node: a field the definition does not
+declare, a required field that is missing and a value of the wrong JSON
+type fail (metadata and its ObjectMeta included). The document itself
+must have a definition, tagged with x-kubernetes-group-version-kind, for
+every kind the discovery lists. Without the document (a build without
+the package) these checks are skipped, and said so.
+
+Glue, run by tests/integ/test_pyclient.c:
 
     /usr/bin/python3 schema_check.py RECORD
 Exit 0 when every body passed, 1 otherwise (each failure on stderr).
@@ -143,6 +155,9 @@ class Checker:
         self.listed = set()  # groupVersions with a recorded APIResourceList
         self.null_event_times = 0  # events.k8s.io Events with eventTime null
         self.bodies = 0
+        self.v2 = None  # /openapi/v2's definitions, when recorded
+        self.v2_gvk = {}  # (apiVersion, kind) -> definition name
+        self.v2_checked = 0  # objects checked against it
 
     def fail(self, where, why):
         self.failures.append("%s: %s" % (where, why))
@@ -228,6 +243,64 @@ class Checker:
         self.typecheck(data, typ, where)
         return True
 
+    # -- the 1.32 definitions of /openapi/v2 ---------------------------
+    def note_v2(self, doc):
+        self.v2 = doc.get("definitions") or {}
+        for name, d in self.v2.items():
+            for e in d.get("x-kubernetes-group-version-kind") or []:
+                av = (e["group"] + "/" if e["group"] else "") + e["version"]
+                self.v2_gvk[(av, e["kind"])] = name
+
+    V2_TYPES = {"string": (str,), "integer": (int,), "number": (int, float),
+                "boolean": (bool,), "array": (list,), "object": (dict,)}
+
+    def v2check(self, value, s, where, depth=0):
+        """value against the v2 schema s: declared fields, required
+        fields, JSON types; references followed."""
+        while "$ref" in s:
+            s = self.v2.get(s["$ref"].split("/")[-1])
+            if s is None:
+                self.fail(where, "a reference to a missing definition")
+                return
+        if value is None or depth > 64:
+            return
+        t = s.get("type")
+        if t and not s.get("x-kubernetes-int-or-string"):
+            ok = isinstance(value, self.V2_TYPES[t]) and \
+                (t == "boolean" or not isinstance(value, bool))
+            if not ok:
+                self.fail(where, "1.32 definition: want %s, got %r" %
+                          (t, value))
+                return
+        if isinstance(value, list) and "items" in s:
+            for i, v in enumerate(value):
+                self.v2check(v, s["items"], "%s[%d]" % (where, i), depth + 1)
+        elif isinstance(value, dict) and "properties" in s:
+            props = s["properties"]
+            for k, v in value.items():
+                if k not in props:
+                    self.fail("%s.%s" % (where, k),
+                              "not in the 1.32 definition")
+                else:
+                    self.v2check(v, props[k], "%s.%s" % (where, k),
+                                 depth + 1)
+            for r in s.get("required") or []:
+                if r not in value:
+                    self.fail("%s.%s" % (where, r), "required by the 1.32 "
+                              "definition, missing")
+        elif isinstance(value, dict) and \
+                isinstance(s.get("additionalProperties"), dict):
+            for k, v in value.items():
+                self.v2check(v, s["additionalProperties"],
+                             "%s[%s]" % (where, k), depth + 1)
+
+    def check_v2(self, obj, where):
+        name = self.v2_gvk.get((obj.get("apiVersion"), obj.get("kind")))
+        if self.v2 is None or name is None:
+            return
+        self.v2check(obj, self.v2[name], where + " (" + name + ")")
+        self.v2_checked += 1
+
     # -- one object by apiVersion/kind ---------------------------------
     def known_nulls(self, obj, av, kind):
         """kube-apiserver shows an Event written through core/v1 without
@@ -268,6 +341,7 @@ class Checker:
             return
         if self.deserialize(self.known_nulls(obj, av, kind), name, where):
             self.seen[(av, kind)] += 1
+        self.check_v2(obj, where)
         if kind == "CustomResourceDefinition":
             self.note_crd(obj)
         elif kind == "CustomResourceDefinitionList":
@@ -359,6 +433,11 @@ class Checker:
             if group not in self.crd_kinds and model_name(gv, kind) is None:
                 self.fail("served kind", "%s %s has no typed model" %
                           (gv, kind))
+            if group not in self.crd_kinds and self.v2 is not None:
+                for k in (kind, list_kind):
+                    if (gv, k) not in self.v2_gvk:
+                        self.fail("/openapi/v2", "no definition tagged %s %s"
+                                  % (gv, k))
         for m in missing:
             self.fail("coverage", "served kind never checked: " + m)
         if not self.served:
@@ -372,8 +451,11 @@ def main(argv):
     c = Checker()
     with open(argv[1]) as f:
         lines = [json.loads(l) for l in f if l.strip()]
-    # CRDs first: which groups are custom is known before any body is read
+    # CRDs and the v2 document first: which groups are custom, and the
+    # definitions, are known before any body is read
     for rec in lines:
+        if rec["path"] == "/openapi/v2" and rec["status"] == 200:
+            c.note_v2(json.loads(rec["body"]))
         if "customresourcedefinitions" in rec["path"] and not rec["stream"]:
             try:
                 body = json.loads(rec["body"])
@@ -390,6 +472,12 @@ def main(argv):
     print("schema_check: %d bodies, %d kinds checked" % (c.bodies, len(kinds)))
     for k in kinds:
         print("  " + k)
+    if c.v2 is None:
+        print("no /openapi/v2 recorded (a build without @kubernetes/"
+              "client-node): the 1.32 definitions were not checked")
+    else:
+        print("%d objects of built-in kinds checked against /openapi/v2 "
+              "(%d definitions)" % (c.v2_checked, len(c.v2)))
     if c.null_event_times:
         print("events.k8s.io/v1 Events with eventTime null, as kube-apiserver "
               "shows core/v1 Events without it (not failures): %d" %
