@@ -612,14 +612,17 @@ static double mean(const double *v, size_t n)
   return n ? sum / (double)n : 0;
 }
 
-/* Queue time (submit to first start) and JCT (submit to end) figures of
- * the jobs of team, or of every job when team is NULL, in seconds. */
+/* Queue time (submit to first start), JCT (submit to end: the GpuJob's
+ * status saying Succeeded or Failed) and end lag (its last pod's own end
+ * to that status; only jobs whose pods ended by themselves) figures of the
+ * jobs of team, or of every job when team is NULL, in seconds. */
 static json_t *team_stats(struct gq_sim_replay *r, const char *team,
                           const json_t *gpu_s)
 {
   double *q = gq_xcalloc(r->n_jobs + 1, sizeof(double));
   double *c = gq_xcalloc(r->n_jobs + 1, sizeof(double));
-  size_t n = 0, jobs = 0, done = 0;
+  double *lag = gq_xcalloc(r->n_jobs + 1, sizeof(double));
+  size_t n = 0, jobs = 0, done = 0, n_lag = 0;
   json_t *out;
 
   for (size_t i = 0; i < r->n_jobs; i++) {
@@ -631,17 +634,22 @@ static json_t *team_stats(struct gq_sim_replay *r, const char *team,
     done += j->ended && !j->failed;
     if (!j->start_vms || !j->end_vms)
       continue;
+    if (j->done_vms && j->done_vms <= j->end_vms)
+      lag[n_lag++] = (double)(j->end_vms - j->done_vms) / 1000.0;
     q[n] = (double)(j->start_vms - r->t0_vms) / 1000.0 - (double)j->submit_s;
     c[n++] = (double)(j->end_vms - r->t0_vms) / 1000.0 - (double)j->submit_s;
   }
   qsort(q, n, sizeof(double), cmp_double);
   qsort(c, n, sizeof(double), cmp_double);
+  qsort(lag, n_lag, sizeof(double), cmp_double);
   out = json_pack("{s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "jobs",
                   (json_int_t)jobs, "completed", (json_int_t)done,
                   "queue_mean_s", mean(q, n), "queue_p50_s", pct(q, n, 50),
                   "queue_p95_s", pct(q, n, 95), "queue_p99_s", pct(q, n, 99),
                   "jct_mean_s", mean(c, n), "jct_p50_s", pct(c, n, 50),
                   "jct_p95_s", pct(c, n, 95), "jct_p99_s", pct(c, n, 99));
+  json_object_set_new(out, "end_lag_mean_s", json_real(mean(lag, n_lag)));
+  json_object_set_new(out, "end_lag_p99_s", json_real(pct(lag, n_lag, 99)));
   if (team) {
     json_object_set_new(out, "nominal",
                         json_integer(json_integer_value(
@@ -651,6 +659,7 @@ static json_t *team_stats(struct gq_sim_replay *r, const char *team,
   }
   free(q);
   free(c);
+  free(lag);
   return out;
 }
 
@@ -987,6 +996,15 @@ void gq_sim_replay_job_started(struct gq_sim *s, const struct gq_sim_pod *p)
 
   if (j && !j->start_vms)
     j->start_vms = gq_clock_now_ms();
+}
+
+void gq_sim_replay_pod_done(struct gq_sim *s, const struct gq_sim_pod *p)
+{
+  struct gq_sim_replay *r = R(s);
+  struct job *j = r ? job_of(r, p->ns, p->job) : NULL;
+
+  if (j && !j->ended)
+    j->done_vms = gq_clock_now_ms();
 }
 
 void gq_sim_replay_job_phase(struct gq_sim *s, const json_t *job, int deleted)

@@ -95,6 +95,8 @@ json_t *gq_sim_replay_live(struct gq_sim *s);
 /* Engine hooks. */
 void gq_sim_replay_tev(struct gq_sim *s, const struct gq_tev *t);
 void gq_sim_replay_job_started(struct gq_sim *s, const struct gq_sim_pod *p);
+/* p ended by itself (its run finished or failed, not a deletion). */
+void gq_sim_replay_pod_done(struct gq_sim *s, const struct gq_sim_pod *p);
 void gq_sim_replay_job_phase(struct gq_sim *s, const json_t *job,
                              int deleted);
 

@@ -13,6 +13,9 @@ struct job {
   json_t *obj; /* a scenario's GpuJob, or NULL for a trace row */
   int64_t gpus, submit_s, duration_s;
   int64_t start_vms, end_vms; /* 0 until it happens */
+  int64_t done_vms; /* its last pod's own end (run done or failed), 0 none:
+                       end_vms - done_vms is how long the GpuJob's status
+                       took to say so */
   int ended, failed;
   char *rejected; /* the API server's message when its create failed */
 };

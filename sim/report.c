@@ -208,6 +208,8 @@ void gq_sim_report_pod_stopped(struct gq_sim *s, struct gq_sim_pod *p,
 void gq_sim_report_pod_ended(struct gq_sim *s, struct gq_sim_pod *p)
 {
   stopped(s, p);
+  if (p->job_uid)
+    gq_sim_replay_pod_done(s, p);
 }
 
 void gq_sim_report_pod_gone(struct gq_sim *s, struct gq_sim_pod *p)
