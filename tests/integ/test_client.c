@@ -432,8 +432,7 @@ static void informer_resume_and_relist(const char *p, int typed_only)
     const json_t *got = gq_informer_get(inf, name);
 
     assert_non_null(got);
-    /* kube-apiserver records field ownership (managedFields) on every
-     * object; the store drops it */
+    /* the sim records field ownership; the store drops it */
     assert_null(json_object_get(json_object_get(got, "metadata"),
                                 "managedFields"));
   }

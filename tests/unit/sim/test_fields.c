@@ -1,0 +1,225 @@
+/* sim/fields.c: field sets in FieldsV1 form, the changes a write makes,
+ * conflicts and their messages, managedFields recording, and the manager a
+ * User-Agent names. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "sim/fields.h"
+
+static json_t *j(const char *text)
+{
+  json_t *v = json_loads(text, 0, NULL);
+
+  assert_non_null(v);
+  return v;
+}
+
+/* The set FieldsV1 text names. */
+static json_t *set_of(const char *v1_text)
+{
+  json_t *v1 = j(v1_text), *s = gq_fields_from_v1(v1);
+
+  json_decref(v1);
+  return s;
+}
+
+/* Fails unless set's FieldsV1 form dumps (sorted, compact) as want. */
+static void assert_v1(const json_t *set, const char *want)
+{
+  json_t *v1 = gq_fields_to_v1(set);
+  char *s = json_dumps(v1, JSON_COMPACT | JSON_SORT_KEYS);
+
+  if (strcmp(s, want) != 0)
+    fail_msg("got  %s\nwant %s", s, want);
+  free(s);
+  json_decref(v1);
+}
+
+static void test_config_set(void **state)
+{
+  json_t *c = j("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":"
+                "{\"name\":\"p\",\"labels\":{\"a\":\"1\"},\"finalizers\":"
+                "[\"x/y\"]},\"spec\":{\"containers\":[{\"name\":\"c\","
+                "\"image\":\"i\",\"args\":[\"1\"]}],\"tolerations\":[{}],"
+                "\"securityContext\":{}}}");
+  json_t *set = gq_fields_of_config(c);
+
+  (void)state;
+  gq_fields_strip(set, 0, 1);
+  assert_v1(set,
+            "{\"f:metadata\":{\"f:finalizers\":{\"v:\\\"x/y\\\"\":{}},"
+            "\"f:labels\":{\"f:a\":{}}},\"f:spec\":{\"f:containers\":"
+            "{\"k:{\\\"name\\\":\\\"c\\\"}\":{\".\":{},\"f:args\":{},"
+            "\"f:image\":{},\"f:name\":{}}},\"f:securityContext\":{},"
+            "\"f:tolerations\":{}}}");
+  json_decref(set);
+  json_decref(c);
+}
+
+static void test_diff(void **state)
+{
+  json_t *a = j("{\"spec\":{\"x\":1,\"containers\":[{\"name\":\"c\","
+                "\"image\":\"i\"}]}}");
+  json_t *b = j("{\"spec\":{\"x\":2,\"m\":{\"k\":\"v\"},\"containers\":"
+                "[{\"name\":\"c\",\"image\":\"i2\"},{\"name\":\"d\"}]}}");
+  json_t *changed, *removed;
+
+  (void)state;
+  gq_fields_diff(a, b, &changed, &removed);
+  assert_v1(changed,
+            "{\"f:spec\":{\"f:containers\":{\"k:{\\\"name\\\":\\\"c\\\"}\":"
+            "{\"f:image\":{}},\"k:{\\\"name\\\":\\\"d\\\"}\":{\".\":{},"
+            "\"f:name\":{}}},\"f:m\":{\".\":{},\"f:k\":{}},\"f:x\":{}}}");
+  assert_true(gq_fields_empty(removed));
+  json_decref(changed);
+  json_decref(removed);
+  gq_fields_diff(b, a, &changed, &removed);
+  assert_v1(removed,
+            "{\"f:spec\":{\"f:containers\":{\"k:{\\\"name\\\":\\\"d\\\"}\":"
+            "{\".\":{},\"f:name\":{}}},\"f:m\":{\".\":{},\"f:k\":{}}}}");
+  /* Removing what a set names from the object. */
+  gq_fields_remove(b, removed, NULL);
+  assert_int_equal(json_array_size(json_object_get(json_object_get(b, "spec"),
+                                                   "containers")),
+                   1);
+  assert_null(json_object_get(json_object_get(b, "spec"), "m"));
+  json_decref(changed);
+  json_decref(removed);
+  json_decref(a);
+  json_decref(b);
+}
+
+/* A map its manager owned as a whole ("." beside children, as after
+ * kubectl migrates client-side apply's fields) stays while anyone owns
+ * something inside it. */
+static void test_remove_keeps_owned_parents(void **state)
+{
+  json_t *obj = j("{\"spec\":{\"a\":1,\"b\":2},\"x\":{\"y\":1}}");
+  json_t *gone = set_of("{\"f:spec\":{\".\":{},\"f:b\":{}},"
+                        "\"f:x\":{\".\":{},\"f:y\":{}}}");
+  json_t *keep = set_of("{\"f:spec\":{\"f:a\":{}}}");
+  char *s;
+
+  (void)state;
+  gq_fields_remove(obj, gone, keep);
+  s = json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS);
+  assert_string_equal(s, "{\"spec\":{\"a\":1}}");
+  free(s);
+  json_decref(keep);
+  json_decref(gone);
+  json_decref(obj);
+}
+
+static void test_v1_round_trip_and_algebra(void **state)
+{
+  json_t *s = set_of("{\"f:spec\":{\".\":{},\"f:a\":{},\"f:b\":{}}}");
+  json_t *t = set_of("{\"f:spec\":{\"f:a\":{}}}");
+  json_t *both = gq_fields_intersect(s, t);
+
+  (void)state;
+  assert_v1(s, "{\"f:spec\":{\".\":{},\"f:a\":{},\"f:b\":{}}}");
+  assert_v1(both, "{\"f:spec\":{\"f:a\":{}}}");
+  gq_fields_subtract(s, t);
+  assert_v1(s, "{\"f:spec\":{\".\":{},\"f:b\":{}}}");
+  gq_fields_union(s, t);
+  assert_v1(s, "{\"f:spec\":{\".\":{},\"f:a\":{},\"f:b\":{}}}");
+  json_decref(both);
+  json_decref(t);
+  json_decref(s);
+}
+
+static const struct gq_fields_op ops_apply = {"ops", 1, "gpuq.dev/v1alpha1",
+                                              "", "2026-01-01T00:00:00Z"};
+
+static void test_conflicts_and_record(void **state)
+{
+  json_t *managed = j(
+      "[{\"manager\":\"kubectl\",\"operation\":\"Update\",\"apiVersion\":"
+      "\"gpuq.dev/v1alpha1\",\"time\":\"2025-01-01T00:00:00Z\","
+      "\"fieldsType\":\"FieldsV1\",\"fieldsV1\":{\"f:spec\":{\"f:a\":{},"
+      "\"f:b\":{}}}},{\"manager\":\"ctl\",\"operation\":\"Update\","
+      "\"apiVersion\":\"gpuq.dev/v1alpha1\",\"fieldsType\":\"FieldsV1\","
+      "\"fieldsV1\":{\"f:status\":{\"f:p\":{}}},\"subresource\":\"status\"}]");
+  json_t *changed = set_of("{\"f:spec\":{\"f:a\":{},\"f:b\":{}},"
+                           "\"f:status\":{\"f:p\":{}}}");
+  json_t *removed = json_object(), *c, *causes, *mf;
+  char msg[1024];
+
+  (void)state;
+  c = gq_fields_conflicts(managed, &ops_apply, changed);
+  assert_int_equal(json_array_size(c), 3);
+  causes = gq_fields_conflict_causes(c, msg, sizeof(msg));
+  assert_string_equal(msg,
+                      "Apply failed with 3 conflicts: conflicts with \"ctl\" "
+                      "with subresource \"status\" using gpuq.dev/v1alpha1:\n"
+                      "- .status.p\nconflicts with \"kubectl\" using "
+                      "gpuq.dev/v1alpha1:\n- .spec.a\n- .spec.b");
+  assert_string_equal(json_string_value(json_object_get(
+                          json_array_get(causes, 0), "reason")),
+                      "FieldManagerConflict");
+  json_decref(causes);
+  json_decref(c);
+  /* Forced: ops owns what it applied; kubectl keeps the rest. */
+  {
+    json_t *applied = set_of("{\"f:spec\":{\"f:a\":{}}}");
+
+    mf = gq_fields_record(managed, &ops_apply, changed, removed, applied);
+    assert_int_equal(json_array_size(mf), 3);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(mf, 0), "manager")),
+                        "ops"); /* Apply sorts first */
+    json_decref(applied);
+    json_decref(mf);
+  }
+  json_decref(removed);
+  json_decref(changed);
+  json_decref(managed);
+}
+
+static void test_manager_from_ua(void **state)
+{
+  char buf[200];
+
+  (void)state;
+  assert_string_equal(gq_fields_manager_from_ua(
+                          "kubectl/v1.32.4 (linux/amd64) kubernetes/4cb5f07",
+                          buf, sizeof(buf)),
+                      "kubectl");
+  assert_string_equal(gq_fields_manager_from_ua("Go-http-client/1.1", buf,
+                                                sizeof(buf)),
+                      "Go-http-client");
+  assert_string_equal(gq_fields_manager_from_ua(NULL, buf, sizeof(buf)), "");
+  assert_string_equal(gq_fields_manager_from_ua("a\tb/1", buf, sizeof(buf)),
+                      "ab");
+  /* fieldManager wins, slashes and all; broken UTF-8 loses its high bytes. */
+  assert_string_equal(gq_fields_manager("ops/x", "kubectl/v1", buf,
+                                        sizeof(buf)),
+                      "ops/x");
+  assert_string_equal(gq_fields_manager("", "kubectl/v1", buf, sizeof(buf)),
+                      "kubectl");
+  assert_string_equal(gq_fields_manager("a\xff" "b", NULL, buf, sizeof(buf)),
+                      "ab");
+  assert_string_equal(gq_fields_manager("gr\xc3\xbc" "n", NULL, buf,
+                                        sizeof(buf)),
+                      "gr\xc3\xbc" "n");
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_config_set),
+      cmocka_unit_test(test_diff),
+      cmocka_unit_test(test_remove_keeps_owned_parents),
+      cmocka_unit_test(test_v1_round_trip_and_algebra),
+      cmocka_unit_test(test_conflicts_and_record),
+      cmocka_unit_test(test_manager_from_ua),
+  };
+
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
