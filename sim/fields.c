@@ -741,52 +741,126 @@ static void sort_entries(json_t *arr)
   free(v);
 }
 
+/* 1 if the wire-form (FieldsV1) node n is a member itself: a leaf {} or a
+ * node with "." beside its children. */
+static int v1_member(const json_t *n)
+{
+  return json_object_size(n) == 0 || json_object_get(n, MEMBER);
+}
+
+/* 1 if some member of set is a member of the FieldsV1 tree v1: the
+ * entry that v1 is would lose something to set. No copy, no allocation. */
+static int v1_meets(const json_t *v1, const json_t *set)
+{
+  const char *k;
+  json_t *c, *x;
+
+  json_object_foreach((json_t *)set, k, c) {
+    if (strcmp(k, MEMBER) == 0) {
+      if (v1_member(v1))
+        return 1;
+    } else if ((x = json_object_get(v1, k)) && v1_meets(x, c)) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* 1 if every member of set is a member of the FieldsV1 tree v1 (v1 ⊇
+ * set): an Update entry that already owns what its write changed keeps its
+ * fieldsV1 as it is. */
+static int v1_covers(const json_t *v1, const json_t *set)
+{
+  const char *k;
+  json_t *c, *x;
+
+  json_object_foreach((json_t *)set, k, c) {
+    if (strcmp(k, MEMBER) == 0) {
+      if (!v1_member(v1))
+        return 0;
+    } else if (!(x = json_object_get(v1, k)) || !v1_covers(x, c)) {
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* op's entry with fieldsV1 v1 (a new reference is taken) and op's time. */
+static json_t *own_entry(const struct gq_fields_op *op, json_t *v1)
+{
+  json_t *e = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o}", "manager",
+                        op->manager, "operation",
+                        op->apply ? "Apply" : "Update", "apiVersion",
+                        op->api_version, "time", op->time, "fieldsType",
+                        "FieldsV1", "fieldsV1", v1);
+
+  if (*op->subresource)
+    json_object_set_new(e, "subresource", json_string(op->subresource));
+  return e;
+}
+
+/* op's new entry, or NULL when it owns nothing: an Apply owns applied; an
+ * Update its own old set (own: its entry, NULL if none) plus changed; both
+ * less removed. An Update that changed only what it owned and removed
+ * nothing it owned keeps own's fieldsV1 (shared, not rebuilt). */
+static json_t *next_own(const json_t *own, const struct gq_fields_op *op,
+                        const json_t *changed, const json_t *removed,
+                        const json_t *applied)
+{
+  const json_t *v1 = json_object_get(own, "fieldsV1");
+  json_t *mine, *e = NULL;
+
+  if (!applied && v1 && v1_covers(v1, changed) && !v1_meets(v1, removed))
+    return json_object_size(v1) ? own_entry(op, json_incref((json_t *)v1))
+                                : NULL;
+  if (applied)
+    mine = json_deep_copy(applied);
+  else if (v1)
+    mine = gq_fields_from_v1(v1);
+  else
+    mine = json_object();
+  if (!applied)
+    gq_fields_union(mine, changed);
+  gq_fields_subtract(mine, removed);
+  if (!gq_fields_empty(mine))
+    e = own_entry(op, gq_fields_to_v1(mine));
+  json_decref(mine);
+  return e;
+}
+
 json_t *gq_fields_record(const json_t *managed, const struct gq_fields_op *op,
                          const json_t *changed, const json_t *removed,
                          const json_t *applied)
 {
-  json_t *out = json_array(), *e, *mine = NULL, *me;
+  json_t *out = json_array(), *e, *mine;
+  const json_t *own = NULL;
   json_t *taken = applied ? gq_fields_intersect(changed, applied)
-                          : json_deep_copy(changed);
+                          : json_incref((json_t *)changed);
   size_t i;
-  int untouched = gq_fields_empty(taken) && gq_fields_empty(removed);
 
   json_array_foreach(managed, i, e) {
+    const json_t *v1 = json_object_get(e, "fieldsV1");
     json_t *set;
 
-    if (!is_own(e, op) && untouched) { /* nothing to take: keep as is */
-      if (json_object_size(json_object_get(e, "fieldsV1")))
+    if (is_own(e, op)) {
+      own = e;
+      continue;
+    }
+    if (!v1_meets(v1, taken) && !v1_meets(v1, removed)) {
+      /* nothing taken from it: kept as it is (shared) */
+      if (json_object_size(v1))
         json_array_append(out, e);
       continue;
     }
-    set = gq_fields_from_v1(json_object_get(e, "fieldsV1"));
-    if (is_own(e, op)) {
-      mine = set;
-      continue;
-    }
+    set = gq_fields_from_v1(v1);
     gq_fields_subtract(set, taken);
     gq_fields_subtract(set, removed);
     if (!gq_fields_empty(set))
       json_array_append_new(out, entry(e, str(e, "time"), set));
     json_decref(set);
   }
-  if (applied) {
-    json_decref(mine);
-    mine = json_deep_copy(applied);
-  } else if (!mine) {
-    mine = json_object();
-  }
-  if (!applied)
-    gq_fields_union(mine, changed);
-  gq_fields_subtract(mine, removed);
-  if (!gq_fields_empty(mine)) {
-    me = json_pack("{s:s, s:s, s:s, s:s}", "manager", op->manager,
-                   "operation", op->apply ? "Apply" : "Update", "apiVersion",
-                   op->api_version, "subresource", op->subresource);
-    json_array_append_new(out, entry(me, op->time, mine));
-    json_decref(me);
-  }
-  json_decref(mine);
+  if ((mine = next_own(own, op, changed, removed, applied)))
+    json_array_append_new(out, mine);
   json_decref(taken);
   sort_entries(out);
   return out;

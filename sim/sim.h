@@ -10,6 +10,10 @@
  *                endpoints, start-up and shutdown (server.h: a routed
  *                request, shared with verbs.c and evict.c)
  *   reply.c      JSON and Status replies
+ *   dump.c       their compact JSON text, written without jansson's
+ *                per-object loop check (dump.h)
+ *   fields.c     field sets and managedFields for server-side apply
+ *                (fields.h)
  *   verbs.c      get, list, watch, create, update, patch, delete
  *   evict.c      pods/eviction and pods/binding, PodDisruptionBudget status
  *   auth.c       who a request is: --token, --token-auth-file, the sim's

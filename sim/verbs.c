@@ -11,6 +11,7 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/err.h"
+#include "sim/dump.h"
 #include "sim/fields.h"
 #include "sim/request.h"
 #include "sim/schema.h"
@@ -151,7 +152,8 @@ static void reply_obj(struct gq_sim_req *r, int code, const json_t *obj)
     out = present(r, obj);
   }
   if (r->warning[0]) {
-    char *s = json_dumps(out, JSON_COMPACT), hdr[MAX_WARNINGS][600];
+    size_t len_out = 0;
+    char *s = gq_sim_dumps(out, &len_out), hdr[MAX_WARNINGS][600];
     const char *extra[2 * MAX_WARNINGS + 1];
     size_t n = 0;
 
@@ -166,8 +168,8 @@ static void reply_obj(struct gq_sim_req *r, int code, const json_t *obj)
       p += len + (nl ? 1 : 0);
     }
     extra[2 * n] = NULL;
-    gq_http_respond(r->http, (unsigned)code, "application/json", s, strlen(s),
-                    extra);
+    gq_http_respond(r->http, (unsigned)code, "application/json", s ? s : "",
+                    len_out, extra);
     free(s);
     json_decref(out);
     return;
