@@ -7,12 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct out {
-  char *p;
-  size_t len, cap;
-};
 
-static void reserve(struct out *o, size_t n)
+static void reserve(struct gq_sim_text *o, size_t n)
 {
   size_t want = o->len + n + 1;
 
@@ -22,25 +18,28 @@ static void reserve(struct out *o, size_t n)
   o->p = gq_xrealloc(o->p, o->cap);
 }
 
-static void put(struct out *o, const char *s, size_t n)
+/* After put and put_c, o->p is NUL-terminated: reserve() keeps a byte. */
+
+static void put(struct gq_sim_text *o, const char *s, size_t n)
 {
   reserve(o, n);
   memcpy(o->p + o->len, s, n);
   o->len += n;
+  o->p[o->len] = '\0';
 }
 
-static void put_c(struct out *o, char c)
+static void put_c(struct gq_sim_text *o, char c)
 {
   reserve(o, 1);
   o->p[o->len++] = c;
+  o->p[o->len] = '\0';
 }
 
-/* A JSON string of n bytes (valid UTF-8, as every jansson string is). */
-static void put_str(struct out *o, const char *s, size_t n)
+/* The n bytes of s (valid UTF-8, as every jansson string is), escaped. */
+static void put_escaped(struct gq_sim_text *o, const char *s, size_t n)
 {
   size_t run = 0;
 
-  put_c(o, '"');
   for (size_t i = 0; i < n; i++) {
     unsigned char c = (unsigned char)s[i];
     const char *esc;
@@ -65,10 +64,27 @@ static void put_str(struct out *o, const char *s, size_t n)
     put(o, esc, strlen(esc));
   }
   put(o, s + run, n - run);
+}
+
+/* A JSON string of n bytes. */
+static void put_str(struct gq_sim_text *o, const char *s, size_t n)
+{
+  put_c(o, '"');
+  put_escaped(o, s, n);
   put_c(o, '"');
 }
 
-static void put_int(struct out *o, json_int_t v)
+void gq_sim_text_put(struct gq_sim_text *t, const char *s, size_t n)
+{
+  put(t, s, n);
+}
+
+void gq_sim_text_escaped(struct gq_sim_text *t, const char *s, size_t n)
+{
+  put_escaped(t, s, n);
+}
+
+static void put_int(struct gq_sim_text *o, json_int_t v)
 {
   char buf[24], *e = buf + sizeof(buf), *p = e;
   unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v
@@ -82,7 +98,7 @@ static void put_int(struct out *o, json_int_t v)
   put(o, p, (size_t)(e - p));
 }
 
-static int dump(struct out *o, const json_t *v, int depth)
+static int dump(struct gq_sim_text *o, const json_t *v, int depth)
 {
   const char *k;
   json_t *c;
@@ -142,7 +158,7 @@ static int dump(struct out *o, const json_t *v, int depth)
 char *gq_sim_dumps_framed(const char *prefix, const json_t *v,
                           const char *suffix, size_t *len)
 {
-  struct out o = {0};
+  struct gq_sim_text o = {0};
 
   if (!v)
     return NULL;
@@ -153,7 +169,6 @@ char *gq_sim_dumps_framed(const char *prefix, const json_t *v,
     return NULL;
   }
   put(&o, suffix, strlen(suffix));
-  o.p[o.len] = '\0';
   if (len)
     *len = o.len;
   return o.p;

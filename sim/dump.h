@@ -34,4 +34,17 @@ char *gq_sim_dumps(const json_t *v, size_t *len);
 char *gq_sim_dumps_framed(const char *prefix, const json_t *v,
                           const char *suffix, size_t *len);
 
+/* A growing text, for writers of JSON by hand (sim/fields.c writes a
+ * create's FieldsV1 this way). Start it zeroed; free(t.p) when done. After
+ * any put, t.p is NUL-terminated. */
+struct gq_sim_text {
+  char *p;
+  size_t len, cap;
+};
+/* Appends n bytes of s. */
+void gq_sim_text_put(struct gq_sim_text *t, const char *s, size_t n);
+/* Appends the n bytes of s escaped as inside a JSON string (no quotes),
+ * as gq_sim_dumps() escapes them. */
+void gq_sim_text_escaped(struct gq_sim_text *t, const char *s, size_t n);
+
 #endif

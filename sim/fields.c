@@ -5,12 +5,21 @@
 #include "sim/fields.h"
 
 #include "api/patch.h"
+#include "base/alloc.h"
+#include "sim/dump.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MEMBER "."
+
+/* Longest field name and list element name the sets hold whole: longer
+ * ones are cut at these lengths by field_child() and elem_name(), and a
+ * create with such a name takes the general path (v1_of_create). */
+#define MAX_FIELD 590
+#define MAX_ELEM 1000
 
 /* --- path elements --- */
 
@@ -864,6 +873,274 @@ json_t *gq_fields_record(const json_t *managed, const struct gq_fields_op *op,
   json_decref(taken);
   sort_entries(out);
   return out;
+}
+
+/* --- a create's fieldsV1 in one pass, interned --- */
+
+/* The FieldsV1 texts of creates seen so far and their trees, shared by
+ * every object whose field set is the same (GpuJobs and pods of one shape
+ * mostly are). A fixed open-addressing table that stops taking new texts
+ * when three quarters full; its trees are never changed nor freed. */
+#define INTERN_SLOTS 4096
+static struct {
+  char *text;
+  size_t len;
+  uint64_t hash;
+  json_t *v1;
+} interned[INTERN_SLOTS];
+static size_t n_interned;
+
+static uint64_t fnv1a(const char *s, size_t n)
+{
+  uint64_t h = 1469598103934665603ULL;
+
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+  return h;
+}
+
+/* The tree of FieldsV1 text t (a new reference; shared when interned). */
+static json_t *intern(const char *t, size_t n)
+{
+  uint64_t h = fnv1a(t, n);
+  size_t i = (size_t)(h % INTERN_SLOTS);
+  json_t *v1;
+
+  for (; interned[i].text; i = (i + 1) % INTERN_SLOTS)
+    if (interned[i].hash == h && interned[i].len == n &&
+        memcmp(interned[i].text, t, n) == 0)
+      return json_incref(interned[i].v1);
+  if (!(v1 = json_loadb(t, n, 0, NULL)))
+    return NULL;
+  if (n_interned < INTERN_SLOTS / 4 * 3) {
+    interned[i].text = gq_xmalloc(n);
+    memcpy(interned[i].text, t, n);
+    interned[i].len = n;
+    interned[i].hash = h;
+    interned[i].v1 = json_incref(v1);
+    n_interned++;
+  }
+  return v1;
+}
+
+/* Writes the JSON string "pre" + name (escaped). */
+static void put_key(struct gq_sim_text *t, const char *pre, const char *name)
+{
+  gq_sim_text_put(t, "\"", 1);
+  gq_sim_text_put(t, pre, strlen(pre));
+  gq_sim_text_escaped(t, name, strlen(name));
+  gq_sim_text_put(t, "\"", 1);
+}
+
+static int cmp_pair(const void *a, const void *b)
+{
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int v1_member_text(struct gq_sim_text *t, const json_t *v,
+                          const char *field, int depth);
+
+/* Writes ",\"f:k\":{...}" for each key of map (sorted), each a member
+ * node (v1_member_text), skipping the names in skip (NULL-terminated, may
+ * be NULL); *any tells whether one was written. -1 when the fast path
+ * cannot say. */
+static int v1_fields_text(struct gq_sim_text *t, const json_t *map,
+                          const char *const *skip, int depth, int *any)
+{
+  size_t n;
+  const char **keys = sorted_keys(map, &n);
+  int rc = 0;
+
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    int skipped = 0;
+
+    for (int j = 0; skip && skip[j]; j++)
+      skipped |= strcmp(keys[i], skip[j]) == 0;
+    if (skipped)
+      continue;
+    if (strlen(keys[i]) > MAX_FIELD) {
+      rc = -1;
+      break;
+    }
+    gq_sim_text_put(t, ",", *any ? 1 : 0);
+    *any = 1;
+    put_key(t, "f:", keys[i]);
+    gq_sim_text_put(t, ":", 1);
+    rc = v1_member_text(t, json_object_get(map, keys[i]), keys[i], depth);
+  }
+  free(keys);
+  return rc;
+}
+
+/* Writes the list elements of a keyed or set list, sorted by name. */
+static int v1_elems_text(struct gq_sim_text *t, const json_t *list,
+                         const char *mk, int depth)
+{
+  size_t n = json_array_size(list), i;
+  struct { char *name; const json_t *e; } *el = gq_xcalloc(n, sizeof(*el));
+  char pe[MAX_ELEM + 24];
+  int rc = 0;
+
+  for (i = 0; i < n; i++) {
+    el[i].e = json_array_get(list, i);
+    elem_name(el[i].e, mk, pe, sizeof(pe));
+    el[i].name = gq_xstrdup(pe);
+    if (strlen(pe) > MAX_ELEM)
+      rc = -1;
+  }
+  qsort(el, n, sizeof(*el), cmp_pair);
+  for (i = 0; i < n && rc == 0; i++) {
+    if (i && strcmp(el[i].name, el[i - 1].name) == 0) {
+      rc = -1; /* two elements, one member: the general path unites them */
+      break;
+    }
+    gq_sim_text_put(t, ",", 1);
+    put_key(t, "", el[i].name);
+    gq_sim_text_put(t, ":", 1);
+    if (mk)
+      rc = v1_member_text(t, el[i].e, NULL, depth + 1);
+    else
+      gq_sim_text_put(t, "{}", 2);
+  }
+  for (i = 0; i < n; i++)
+    free(el[i].name);
+  free(el);
+  return rc;
+}
+
+/* Writes the FieldsV1 of a member node holding v, as walk_all() makes it
+ * and to_v1() writes it: {} for a leaf, else "." and the children. */
+static int v1_member_text(struct gq_sim_text *t, const json_t *v,
+                          const char *field, int depth)
+{
+  const char *mk;
+  enum list_kind lk;
+  int any = 1, rc;
+
+  if (depth < GQ_PATCH_MAX_DEPTH && json_is_object(v) && json_object_size(v)) {
+    gq_sim_text_put(t, "{\".\":{}", 7);
+    rc = v1_fields_text(t, v, NULL, depth + 1, &any);
+    gq_sim_text_put(t, "}", 1);
+    return rc;
+  }
+  if (depth >= GQ_PATCH_MAX_DEPTH || json_is_object(v) ||
+      (lk = kind_of(field, v, &mk)) == LIST_ATOMIC) {
+    gq_sim_text_put(t, "{}", 2);
+    return 0;
+  }
+  gq_sim_text_put(t, "{\".\":{}", 7);
+  rc = v1_elems_text(t, v, lk == LIST_KEYED ? mk : NULL, depth);
+  gq_sim_text_put(t, "}", 1);
+  return rc;
+}
+
+/* The server-owned metadata fields no entry records (gq_fields_strip()). */
+static const char *const server_meta[] = {
+    "name", "namespace", "uid", "creationTimestamp", "selfLink",
+    "generation", "managedFields", "resourceVersion", "clusterName", NULL};
+
+/* Writes ",\"f:k\":{children}" for a map that is no member itself (a
+ * built-in's metadata, spec, status; any kind's metadata), or nothing when
+ * it has no children. */
+static int v1_inner_text(struct gq_sim_text *t, const char *k,
+                         const json_t *map, const char *const *skip,
+                         int *first)
+{
+  size_t mark = t->len;
+  int any = 0, rc;
+
+  gq_sim_text_put(t, ",", *first ? 0 : 1);
+  put_key(t, "f:", k);
+  gq_sim_text_put(t, ":{", 2);
+  rc = v1_fields_text(t, map, skip, 2, &any);
+  gq_sim_text_put(t, "}", 1);
+  if (!any) {
+    t->len = mark;
+    t->p[mark] = '\0';
+  } else {
+    *first = 0;
+  }
+  return rc;
+}
+
+/* A create's FieldsV1 written in one pass over obj, or NULL when a name is
+ * too long or two list elements share one (the general path then). */
+static json_t *v1_of_create(const json_t *obj, int builtin, int reset_status)
+{
+  static const char *const top_skip[] = {"apiVersion", "kind", NULL};
+  struct gq_sim_text t = {0};
+  size_t n;
+  const char **keys = sorted_keys(obj, &n);
+  int first = 1, rc = 0;
+  json_t *v1 = NULL;
+
+  gq_sim_text_put(&t, "{", 1);
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    const char *k = keys[i];
+    const json_t *v = json_object_get(obj, k);
+    int inner = strcmp(k, "metadata") == 0 ||
+                (builtin && (!strcmp(k, "spec") || !strcmp(k, "status")));
+
+    if (!strcmp(k, top_skip[0]) || !strcmp(k, top_skip[1]) ||
+        (reset_status && !strcmp(k, "status")))
+      continue;
+    if (strlen(k) > MAX_FIELD || (!strcmp(k, "metadata") &&
+                                  !json_is_object(v))) {
+      rc = -1;
+    } else if (inner && json_is_object(v)) {
+      rc = v1_inner_text(&t, k, v, strcmp(k, "metadata") ? NULL : server_meta,
+                         &first);
+    } else {
+      gq_sim_text_put(&t, ",", first ? 0 : 1);
+      first = 0;
+      put_key(&t, "f:", k);
+      gq_sim_text_put(&t, ":", 1);
+      rc = v1_member_text(&t, v, k, 1);
+    }
+  }
+  gq_sim_text_put(&t, "}", 1);
+  free(keys);
+  if (rc == 0)
+    v1 = intern(t.p, t.len);
+  free(t.p);
+  return v1;
+}
+
+/* The general path of gq_fields_record_create(): Compare against the
+ * kind's empty object, strip, record. */
+static json_t *record_create_slow(const json_t *obj,
+                                  const struct gq_fields_op *op, int builtin,
+                                  int reset_status)
+{
+  json_t *zero = builtin ? json_pack("{s:{}, s:{}, s:{}}", "metadata",
+                                     "spec", "status")
+                         : json_object();
+  json_t *changed, *removed, *empty = json_object(), *mf;
+
+  gq_fields_diff(zero, obj, &changed, &removed);
+  gq_fields_strip(changed, 0, reset_status);
+  mf = gq_fields_record(NULL, op, changed, empty, NULL);
+  json_decref(zero);
+  json_decref(changed);
+  json_decref(removed);
+  json_decref(empty);
+  return mf;
+}
+
+json_t *gq_fields_record_create(const json_t *obj,
+                                const struct gq_fields_op *op, int builtin,
+                                int reset_status)
+{
+  json_t *v1 = op->apply ? NULL : v1_of_create(obj, builtin, reset_status);
+  json_t *mf;
+
+  if (!v1)
+    return record_create_slow(obj, op, builtin, reset_status);
+  mf = json_array();
+  if (json_object_size(v1))
+    json_array_append_new(mf, own_entry(op, json_incref(v1)));
+  json_decref(v1);
+  return mf;
 }
 
 int gq_fields_same_but_time(const json_t *a, const json_t *b)

@@ -114,6 +114,20 @@ json_t *gq_fields_record(const json_t *managed, const struct gq_fields_op *op,
                          const json_t *changed, const json_t *removed,
                          const json_t *applied);
 
+/* The managedFields of a create by op (an Update; an Apply takes the
+ * general path): what gq_fields_record(NULL, op, changed, {}, NULL) returns
+ * for changed = gq_fields_diff() of obj against its kind's empty object
+ * (builtin: the Go type's zero value, whose metadata, spec and status
+ * exist, so they are never "added"; a custom resource starts from {}),
+ * stripped as gq_fields_strip(changed, 0, reset_status) does. Written in
+ * one pass over obj as FieldsV1 text, whose tree is shared with every
+ * earlier create of the same field set (interned, at most 3,072 texts per
+ * process: never change a fieldsV1 in place). New array, empty when
+ * nothing is owned. */
+json_t *gq_fields_record_create(const json_t *obj,
+                                const struct gq_fields_op *op, int builtin,
+                                int reset_status);
+
 /* The set an entry of managed names for op's own manager, operation and
  * subresource (apiVersion too for Update), as a new set; NULL if none. */
 json_t *gq_fields_owned(const json_t *managed, const struct gq_fields_op *op);

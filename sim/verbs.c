@@ -765,6 +765,16 @@ static void fields_diff(const struct gq_sim_req *r, const json_t *cur,
   fields_strip(r, *removed);
 }
 
+/* Gives next managedFields mf (taken), or none when mf is empty. */
+static void set_fields(json_t *next, json_t *mf)
+{
+  if (json_array_size(mf))
+    json_object_set_new(json_object_get(next, "metadata"), "managedFields",
+                        mf);
+  else
+    json_decref(mf);
+}
+
 /* Records r's write of next (cur: the stored object, NULL on create) in
  * next's metadata.managedFields; applied is the set an Apply owns (NULL
  * for an Update). given: the managedFields the request's object carries
@@ -787,13 +797,16 @@ static void record_fields(struct gq_sim_req *r, const json_t *cur,
   if (json_is_array(given) && strcmp(r->sub, "status") != 0)
     managed = json_array_size(given) ? given : NULL; /* [] resets too */
   fields_op(r, applied != NULL, &op, &b);
+  if (!cur && !applied) { /* a create: one pass over next */
+    mf = gq_fields_record_create(next, &op, !r->k->is_crd,
+                                 r->k->has_status &&
+                                     !is_core(r->k, "namespaces"));
+    set_fields(next, mf);
+    return;
+  }
   fields_diff(r, cur, next, &changed, &removed);
   mf = gq_fields_record(managed, &op, changed, removed, applied);
-  if (json_array_size(mf))
-    json_object_set_new(json_object_get(next, "metadata"), "managedFields",
-                        mf);
-  else
-    json_decref(mf);
+  set_fields(next, mf);
   json_decref(changed);
   json_decref(removed);
 }
