@@ -985,7 +985,7 @@ static json_t *merge_update(struct gq_sim_req *r, const json_t *cur,
   json_t *out;
 
   if (!strcmp(r->sub, "status")) {
-    out = json_deep_copy(cur);
+    out = gq_sim_copy(cur);
     if (json_object_get(next, "status"))
       json_object_set(out, "status", json_object_get(next, "status"));
     else

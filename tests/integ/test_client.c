@@ -287,7 +287,7 @@ static void test_watch_bookmarks(void **state)
                              json_string_value(json_object_get(
                                  json_object_get(list, "metadata"),
                                  "resourceVersion")),
-                             NULL, NULL, 1, 1};
+                             NULL, NULL, 1, 1, 0};
   struct watched w = {0};
   char start_rv[64];
 
