@@ -552,6 +552,91 @@ static void test_apply_conflicts(void **state)
   json_decref(j);
 }
 
+/* The fieldsV1 of obj's entry of manager and subresource sub, or NULL. */
+static const json_t *v1_of(const json_t *obj, const char *manager,
+                           const char *sub)
+{
+  return json_object_get(mf_entry(obj, manager, sub), "fieldsV1");
+}
+
+/* A built-in kind's managedFields as kube-apiserver records them: a
+ * create's Update entry owns what it sent and the defaults the server
+ * applied (containers by name), not spec itself (the Go type's zero value
+ * has it) nor status (reset by the status subresource) nor the server's
+ * metadata; a status patch gets its own entry with subresource status and
+ * leaves the create's fieldsV1 as it was; an Update by another manager
+ * takes the field it changes; a create of the same shape records the same
+ * set. */
+static void test_pod_managed_fields(void **state)
+{
+  static const char pod[] =
+      "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":"
+      "\"%s\",\"labels\":{\"app\":\"x\"}},\"spec\":{\"nodeName\":\"none\","
+      "\"containers\":[{\"name\":\"a\",\"image\":\"repo/img\"}]}}";
+  const json_t *v1, *c, *e;
+  json_t *p, *q, *created;
+  char body[512];
+
+  (void)state;
+  snprintf(body, sizeof(body), pod, "mf1");
+  p = call("POST", "/api/v1/namespaces/default/pods?fieldManager=maker",
+           body, NULL, 201, NULL);
+  e = mf_entry(p, "maker", "");
+  assert_non_null(e);
+  assert_string_equal(str_at(e, "operation", NULL), "Update");
+  assert_string_equal(str_at(e, "apiVersion", NULL), "v1");
+  assert_string_equal(str_at(e, "fieldsType", NULL), "FieldsV1");
+  assert_null(json_object_get(e, "subresource"));
+  v1 = json_object_get(e, "fieldsV1");
+  assert_null(json_object_get(json_object_get(v1, "f:spec"), "."));
+  assert_null(json_object_get(v1, "f:status"));
+  assert_null(json_object_get(json_object_get(v1, "f:metadata"), "f:name"));
+  assert_non_null(json_object_get(json_object_get(json_object_get(
+                                      v1, "f:metadata"), "f:labels"), "."));
+  c = json_object_get(json_object_get(json_object_get(v1, "f:spec"),
+                                      "f:containers"),
+                      "k:{\"name\":\"a\"}");
+  assert_non_null(json_object_get(c, "."));
+  assert_non_null(json_object_get(c, "f:image"));
+  assert_non_null(json_object_get(c, "f:imagePullPolicy")); /* a default */
+  assert_non_null(json_object_get(json_object_get(v1, "f:spec"),
+                                  "f:restartPolicy"));
+  created = json_deep_copy(v1);
+  json_decref(p);
+  p = call("PATCH", "/api/v1/namespaces/default/pods/mf1/status"
+                    "?fieldManager=watcher",
+           "{\"status\":{\"message\":\"seen\"}}",
+           "application/merge-patch+json", 200, NULL);
+  v1 = v1_of(p, "watcher", "status");
+  assert_non_null(json_object_get(json_object_get(v1, "f:status"),
+                                  "f:message"));
+  assert_null(json_object_get(v1, "f:spec"));
+  assert_true(json_equal(v1_of(p, "maker", ""), created));
+  json_decref(p);
+  p = call("PATCH", "/api/v1/namespaces/default/pods/mf1?fieldManager=other",
+           "{\"metadata\":{\"labels\":{\"app\":\"y\"}}}",
+           "application/merge-patch+json", 200, NULL);
+  assert_non_null(json_object_get(json_object_get(json_object_get(
+                                      v1_of(p, "other", ""), "f:metadata"),
+                                                  "f:labels"),
+                                  "f:app"));
+  assert_null(json_object_get(json_object_get(json_object_get(
+                                  v1_of(p, "maker", ""), "f:metadata"),
+                                              "f:labels"),
+                              "f:app"));
+  json_decref(p);
+  snprintf(body, sizeof(body), pod, "mf2");
+  q = call("POST", "/api/v1/namespaces/default/pods?fieldManager=maker",
+           body, NULL, 201, NULL);
+  assert_true(json_equal(v1_of(q, "maker", ""), created));
+  json_decref(q);
+  json_decref(created);
+  json_decref(call("DELETE", "/api/v1/namespaces/default/pods/mf1", NULL,
+                   NULL, 200, NULL));
+  json_decref(call("DELETE", "/api/v1/namespaces/default/pods/mf2", NULL,
+                   NULL, 200, NULL));
+}
+
 static void test_events_two_views(void **state)
 {
   json_t *j;
@@ -786,6 +871,7 @@ int main(void)
       cmocka_unit_test(test_terminating_namespace),
       cmocka_unit_test(test_server_side_apply),
       cmocka_unit_test(test_apply_conflicts),
+      cmocka_unit_test(test_pod_managed_fields),
       cmocka_unit_test(test_events_two_views),
       cmocka_unit_test(test_crd_created_through_api),
       cmocka_unit_test(test_bool_query),
