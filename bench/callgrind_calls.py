@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """bench/callgrind_calls.py - the figures of bench/sim_cost from its callgrind dumps.
 
-Usage: callgrind_calls.py DIR JOBS EVENTS GPUJOB_BYTES POD_BYTES
+Usage: callgrind_calls.py DIR JOBS EVENTS GPUJOB_BYTES POD_BYTES RAW_S IDLE_S
 
 DIR holds the callgrind.out.* files of one gpuq-sim run; the dumps named
-"create" and "raw" (callgrind_control -d NAME) are read. For a function F,
+"create" and "raw" and "idle" (callgrind_control -d NAME) are read; RAW_S and IDLE_S are
+the raw and idle phases' wall seconds. For a function F,
 its inclusive instructions are its own cost lines plus the inclusive cost
 callgrind records beside each call it makes, and its calls are the sum of
 the calls= lines whose callee is F (the callgrind format, valgrind's
@@ -65,9 +66,11 @@ def per_call(incl, calls, fn):
 
 
 def main():
-    if len(sys.argv) != 6:
+    if len(sys.argv) != 8:
         sys.exit(__doc__)
     d, jobs, events = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    raw_s, idle_s = float(sys.argv[6]), float(sys.argv[7])
+    idle_rate = dump(d, "idle")[0] / idle_s
     _, ci, cc = dump(d, "create")
     rt, ri, rc = dump(d, "raw")
     g = per_call(ci, cc, "gq_sim_do_create")
@@ -84,10 +87,12 @@ def main():
     print("sim_cost: ir_per_job=%.0f ir_per_gpujob_create=%.0f "
           "ir_per_pod_create=%.0f ir_per_status_patch=%.0f "
           "ir_per_watch_event=%.0f watch_events=%d gpujob_bytes=%s "
-          "pod_bytes=%s" %
+          "pod_bytes=%s raw_seconds=%.1f ir_idle_per_s=%.0f "
+          "ir_per_job_less_idle=%.0f" %
           (rt / jobs, g, pod, per_call(ri, rc, "gq_sim_do_patch"),
            watch / max(events, 1), events,
-           sys.argv[4], sys.argv[5]))
+           sys.argv[4], sys.argv[5], raw_s, idle_rate,
+           (rt - idle_rate * raw_s) / jobs))
 
 
 if __name__ == "__main__":

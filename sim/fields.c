@@ -1106,11 +1106,9 @@ static json_t *v1_of_create(const json_t *obj, int builtin, int reset_status)
   return v1;
 }
 
-/* The general path of gq_fields_record_create(): Compare against the
- * kind's empty object, strip, record. */
-static json_t *record_create_slow(const json_t *obj,
-                                  const struct gq_fields_op *op, int builtin,
-                                  int reset_status)
+json_t *gq_fields_record_create_by_diff(const json_t *obj,
+                                        const struct gq_fields_op *op,
+                                        int builtin, int reset_status)
 {
   json_t *zero = builtin ? json_pack("{s:{}, s:{}, s:{}}", "metadata",
                                      "spec", "status")
@@ -1135,7 +1133,7 @@ json_t *gq_fields_record_create(const json_t *obj,
   json_t *mf;
 
   if (!v1)
-    return record_create_slow(obj, op, builtin, reset_status);
+    return gq_fields_record_create_by_diff(obj, op, builtin, reset_status);
   mf = json_array();
   if (json_object_size(v1))
     json_array_append_new(mf, own_entry(op, json_incref(v1)));

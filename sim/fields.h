@@ -127,6 +127,14 @@ json_t *gq_fields_record(const json_t *managed, const struct gq_fields_op *op,
 json_t *gq_fields_record_create(const json_t *obj,
                                 const struct gq_fields_op *op, int builtin,
                                 int reset_status);
+/* The same by the general path: gq_fields_diff() against the empty object,
+ * gq_fields_strip(), gq_fields_record(); what gq_fields_record_create()
+ * takes when its one pass cannot say (two list elements of one name, a
+ * name longer than the sets hold whole) or for an Apply, and what tests
+ * check its one pass against. New array. */
+json_t *gq_fields_record_create_by_diff(const json_t *obj,
+                                        const struct gq_fields_op *op,
+                                        int builtin, int reset_status);
 
 /* The set an entry of managed names for op's own manager, operation and
  * subresource (apiVersion too for Update), as a new set; NULL if none. */
