@@ -182,7 +182,7 @@ static void diff_list(const json_t *a, const json_t *b, const char *mk,
     }
     if (!old)
       walk_all(mk ? e : NULL, NULL, child(add, pe), depth + 1);
-    else if (mk)
+    else if (mk && old != e && !json_equal(old, e))
       diff(old, e, NULL, child(add, pe), child(rem, pe), depth + 1);
   }
   json_array_foreach(a, i, f) {
@@ -211,7 +211,7 @@ static void diff(const json_t *a, const json_t *b, const char *field,
 
       if (!o)
         walk_all(c, k, field_child(add, k), depth + 1);
-      else
+      else if (o != c && !json_equal((json_t *)o, c)) /* equal: nothing */
         diff(o, c, k, field_child(add, k), field_child(rem, k), depth + 1);
     }
     json_object_foreach((json_t *)a, k, c)
