@@ -2,6 +2,7 @@
 #include "sim/dump.h"
 
 #include "base/alloc.h"
+#include "sim/fields.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,7 +103,8 @@ static int dump(struct gq_sim_text *o, const json_t *v, int depth)
 {
   const char *k;
   json_t *c;
-  size_t i, kl;
+  size_t i, kl, n;
+  const char *text;
   char *s;
 
   if (depth > GQ_SIM_DUMP_MAX_DEPTH)
@@ -116,6 +118,11 @@ static int dump(struct gq_sim_text *o, const json_t *v, int depth)
         put_c(o, ',');
       put_str(o, k, kl);
       put_c(o, ':');
+      if (kl == 8 && !memcmp(k, "fieldsV1", 8) &&
+          (text = gq_fields_v1_text(c, &n))) { /* a shared set */
+        put(o, text, n);
+        continue;
+      }
       if (dump(o, c, depth + 1) != 0)
         return -1;
     }

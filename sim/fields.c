@@ -705,6 +705,8 @@ json_t *gq_fields_conflict_causes(const json_t *conflicts, char *msg,
   return causes;
 }
 
+static json_t *v1_shared(const json_t *set);
+
 static json_t *entry(const json_t *from, const char *time, const json_t *set)
 {
   json_t *e = json_pack("{s:s, s:s, s:s}", "manager", str(from, "manager"),
@@ -713,7 +715,7 @@ static json_t *entry(const json_t *from, const char *time, const json_t *set)
 
   json_object_set_new(e, "time", json_string(time));
   json_object_set_new(e, "fieldsType", json_string("FieldsV1"));
-  json_object_set_new(e, "fieldsV1", gq_fields_to_v1(set));
+  json_object_set_new(e, "fieldsV1", v1_shared(set));
   if (*str(from, "subresource"))
     json_object_set_new(e, "subresource",
                         json_string(str(from, "subresource")));
@@ -832,7 +834,7 @@ static json_t *next_own(const json_t *own, const struct gq_fields_op *op,
     gq_fields_union(mine, changed);
   gq_fields_subtract(mine, removed);
   if (!gq_fields_empty(mine))
-    e = own_entry(op, gq_fields_to_v1(mine));
+    e = own_entry(op, v1_shared(mine));
   json_decref(mine);
   return e;
 }
@@ -889,6 +891,25 @@ static struct {
   json_t *v1;
 } interned[INTERN_SLOTS];
 static size_t n_interned;
+/* The same entries by the address of their tree (index + 1; 0 = free),
+ * for gq_fields_v1_text(). */
+static size_t by_tree[INTERN_SLOTS];
+
+static size_t tree_slot(const json_t *v1)
+{
+  return (size_t)(((uintptr_t)v1 >> 4) * 11400714819323198485ULL %
+                  INTERN_SLOTS);
+}
+
+const char *gq_fields_v1_text(const json_t *v1, size_t *len)
+{
+  for (size_t i = tree_slot(v1); by_tree[i]; i = (i + 1) % INTERN_SLOTS)
+    if (interned[by_tree[i] - 1].v1 == v1) {
+      *len = interned[by_tree[i] - 1].len;
+      return interned[by_tree[i] - 1].text;
+    }
+  return NULL;
+}
 
 static uint64_t fnv1a(const char *s, size_t n)
 {
@@ -903,7 +924,7 @@ static uint64_t fnv1a(const char *s, size_t n)
 static json_t *intern(const char *t, size_t n)
 {
   uint64_t h = fnv1a(t, n);
-  size_t i = (size_t)(h % INTERN_SLOTS);
+  size_t i = (size_t)(h % INTERN_SLOTS), j;
   json_t *v1;
 
   for (; interned[i].text; i = (i + 1) % INTERN_SLOTS)
@@ -919,8 +940,28 @@ static json_t *intern(const char *t, size_t n)
     interned[i].hash = h;
     interned[i].v1 = json_incref(v1);
     n_interned++;
+    for (j = tree_slot(v1); by_tree[j]; j = (j + 1) % INTERN_SLOTS)
+      ;
+    by_tree[j] = i + 1;
   }
   return v1;
+}
+
+/* The FieldsV1 form of set as a shared tree: the interned one when a tree
+ * of the same text exists (or is taken in now), else a new one. New
+ * reference either way; never change it. */
+static json_t *v1_shared(const json_t *set)
+{
+  json_t *v1 = gq_fields_to_v1(set), *in;
+  size_t n;
+  char *t = gq_sim_dumps(v1, &n);
+
+  in = t ? intern(t, n) : NULL;
+  free(t);
+  if (!in)
+    return v1;
+  json_decref(v1);
+  return in;
 }
 
 /* Writes the JSON string "pre" + name (escaped). */

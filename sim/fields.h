@@ -136,6 +136,13 @@ json_t *gq_fields_record_create_by_diff(const json_t *obj,
                                         const struct gq_fields_op *op,
                                         int builtin, int reset_status);
 
+/* The compact JSON text of fieldsV1 tree v1 when it is one of the shared
+ * (interned) trees, with its length in *len, else NULL: what
+ * gq_sim_dumps() would write for v1, kept since it was interned (borrowed,
+ * valid for the process's life). Every fieldsV1 the sim records is made
+ * shared when the table has room (3,072 distinct sets). */
+const char *gq_fields_v1_text(const json_t *v1, size_t *len);
+
 /* The set an entry of managed names for op's own manager, operation and
  * subresource (apiVersion too for Update), as a new set; NULL if none. */
 json_t *gq_fields_owned(const json_t *managed, const struct gq_fields_op *op);
