@@ -118,8 +118,9 @@ static int dump(struct gq_sim_text *o, const json_t *v, int depth)
         put_c(o, ',');
       put_str(o, k, kl);
       put_c(o, ':');
-      if (kl == 8 && !memcmp(k, "fieldsV1", 8) &&
-          (text = gq_fields_v1_text(c, &n))) { /* a shared set */
+      if (((kl == 8 && !memcmp(k, "fieldsV1", 8)) ||
+           (kl > 2 && k[0] == 'f' && k[1] == ':')) &&
+          (text = gq_fields_v1_text(c, &n))) { /* a shared (part of a) set */
         put(o, text, n);
         continue;
       }

@@ -8,9 +8,9 @@
  * gq_sim_dumps() writes the same bytes as json_dumps(v, JSON_COMPACT |
  * JSON_ENCODE_ANY) without it: the trees gpuq-sim stores come from the
  * parser and from its own code, which make no loops, and depth is capped
- * instead. A managedFields entry's fieldsV1 that sim/fields.c shares
- * between objects is not walked at all: its text, kept since it was
- * interned, is copied in (gq_fields_v1_text()).
+ * instead. A managedFields entry's fieldsV1, or a part of one ("f:spec"),
+ * that sim/fields.c shares between objects is not walked at all: its text,
+ * kept since it was interned, is copied in (gq_fields_v1_text()).
  */
 #ifndef GQ_SIM_DUMP_H
 #define GQ_SIM_DUMP_H

@@ -1080,71 +1080,125 @@ static const char *const server_meta[] = {
     "name", "namespace", "uid", "creationTimestamp", "selfLink",
     "generation", "managedFields", "resourceVersion", "clusterName", NULL};
 
-/* Writes ",\"f:k\":{children}" for a map that is no member itself (a
- * built-in's metadata, spec, status; any kind's metadata), or nothing when
- * it has no children. */
-static int v1_inner_text(struct gq_sim_text *t, const char *k,
-                         const json_t *map, const char *const *skip,
-                         int *first)
+/* The tree of one part of a create's FieldsV1 from its text in t (then
+ * emptied): shared (interned) unless share is 0; NULL if it does not
+ * parse. */
+static json_t *part_tree(struct gq_sim_text *t, int share)
 {
-  size_t mark = t->len;
-  int any = 0, rc;
+  json_t *v = share ? intern(t->p, t->len) : json_loadb(t->p, t->len, 0, NULL);
 
-  gq_sim_text_put(t, ",", *first ? 0 : 1);
-  put_key(t, "f:", k);
-  gq_sim_text_put(t, ":{", 2);
-  rc = v1_fields_text(t, map, skip, 2, &any);
-  gq_sim_text_put(t, "}", 1);
-  if (!any) {
-    t->len = mark;
-    t->p[mark] = '\0';
-  } else {
-    *first = 0;
+  t->len = 0;
+  return v;
+}
+
+/* Sets node's "f:<k>" to part v (taken); -1 when v is NULL. */
+static int set_part(json_t *node, const char *k, json_t *v)
+{
+  char pe[MAX_FIELD + 8];
+
+  if (!v)
+    return -1;
+  snprintf(pe, sizeof(pe), "f:%s", k);
+  json_object_set_new(node, pe, v);
+  return 0;
+}
+
+/* The children of metadata, each its own part: what most objects of a
+ * kind share (labels, annotations, finalizers of one shape) is shared;
+ * ownerReferences is not (its elements are keyed by the owner's uid, new
+ * for nearly every object: it would only fill the table). Server-owned
+ * fields are skipped. */
+static int v1_meta_parts(json_t *node, const json_t *meta,
+                         struct gq_sim_text *t)
+{
+  size_t n;
+  const char **keys = sorted_keys(meta, &n);
+  int rc = 0;
+
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    int skipped = 0;
+
+    for (int j = 0; server_meta[j]; j++)
+      skipped |= strcmp(keys[i], server_meta[j]) == 0;
+    if (skipped)
+      continue;
+    if (strlen(keys[i]) > MAX_FIELD ||
+        v1_member_text(t, json_object_get(meta, keys[i]), keys[i], 2) != 0)
+      rc = -1;
+    else
+      rc = set_part(node, keys[i],
+                    part_tree(t, strcmp(keys[i], "ownerReferences") != 0));
   }
+  free(keys);
   return rc;
 }
 
-/* A create's FieldsV1 written in one pass over obj, or NULL when a name is
- * too long or two list elements share one (the general path then). */
+/* One top-level member k (value v) of a create's FieldsV1 into root: a
+ * built-in's spec or status and any metadata are no members themselves
+ * (the Go type's zero value has them), everything else is. */
+static int v1_top_part(json_t *root, const char *k, const json_t *v,
+                       int builtin, struct gq_sim_text *t)
+{
+  json_t *m;
+  int any = 0;
+
+  if (strlen(k) > MAX_FIELD)
+    return -1;
+  if (!strcmp(k, "metadata")) {
+    if (!json_is_object(v))
+      return -1;
+    m = json_object();
+    if (v1_meta_parts(m, v, t) != 0) {
+      json_decref(m);
+      return -1;
+    }
+    if (json_object_size(m))
+      return set_part(root, k, m);
+    json_decref(m);
+    return 0;
+  }
+  if (builtin && (!strcmp(k, "spec") || !strcmp(k, "status")) &&
+      json_is_object(v)) {
+    gq_sim_text_put(t, "{", 1);
+    if (v1_fields_text(t, v, NULL, 2, &any) != 0)
+      return -1;
+    gq_sim_text_put(t, "}", 1);
+    if (!any) {
+      t->len = 0;
+      return 0;
+    }
+    return set_part(root, k, part_tree(t, 1));
+  }
+  if (v1_member_text(t, v, k, 1) != 0)
+    return -1;
+  return set_part(root, k, part_tree(t, 1));
+}
+
+/* A create's FieldsV1 in one pass over obj, built of shared parts (each
+ * top-level member, and each child of metadata, is written as FieldsV1
+ * text and interned), or NULL when a name is too long or two list elements
+ * share one (the general path then). */
 static json_t *v1_of_create(const json_t *obj, int builtin, int reset_status)
 {
-  static const char *const top_skip[] = {"apiVersion", "kind", NULL};
   struct gq_sim_text t = {0};
   size_t n;
   const char **keys = sorted_keys(obj, &n);
-  int first = 1, rc = 0;
-  json_t *v1 = NULL;
+  json_t *root = json_object();
+  int rc = 0;
 
-  gq_sim_text_put(&t, "{", 1);
   for (size_t i = 0; i < n && rc == 0; i++) {
     const char *k = keys[i];
-    const json_t *v = json_object_get(obj, k);
-    int inner = strcmp(k, "metadata") == 0 ||
-                (builtin && (!strcmp(k, "spec") || !strcmp(k, "status")));
 
-    if (!strcmp(k, top_skip[0]) || !strcmp(k, top_skip[1]) ||
-        (reset_status && !strcmp(k, "status")))
-      continue;
-    if (strlen(k) > MAX_FIELD || (!strcmp(k, "metadata") &&
-                                  !json_is_object(v))) {
-      rc = -1;
-    } else if (inner && json_is_object(v)) {
-      rc = v1_inner_text(&t, k, v, strcmp(k, "metadata") ? NULL : server_meta,
-                         &first);
-    } else {
-      gq_sim_text_put(&t, ",", first ? 0 : 1);
-      first = 0;
-      put_key(&t, "f:", k);
-      gq_sim_text_put(&t, ":", 1);
-      rc = v1_member_text(&t, v, k, 1);
-    }
+    if (strcmp(k, "apiVersion") && strcmp(k, "kind") &&
+        !(reset_status && !strcmp(k, "status")))
+      rc = v1_top_part(root, k, json_object_get(obj, k), builtin, &t);
   }
-  gq_sim_text_put(&t, "}", 1);
   free(keys);
-  if (rc == 0)
-    v1 = intern(t.p, t.len);
   free(t.p);
-  return v1;
+  if (rc == 0)
+    return root;
+  json_decref(root);
+  return NULL;
 }
 
 json_t *gq_fields_record_create_by_diff(const json_t *obj,

@@ -120,10 +120,11 @@ json_t *gq_fields_record(const json_t *managed, const struct gq_fields_op *op,
  * (builtin: the Go type's zero value, whose metadata, spec and status
  * exist, so they are never "added"; a custom resource starts from {}),
  * stripped as gq_fields_strip(changed, 0, reset_status) does. Written in
- * one pass over obj as FieldsV1 text, whose tree is shared with every
- * earlier create of the same field set (interned, at most 3,072 texts per
- * process: never change a fieldsV1 in place). New array, empty when
- * nothing is owned. */
+ * one pass over obj as FieldsV1 text, part by part (each top-level member,
+ * each child of metadata), and each part's tree shared with every earlier
+ * create that had the same part (interned, at most 3,072 texts per
+ * process; metadata.ownerReferences, keyed by uid, is not shared): never
+ * change a fieldsV1 in place. New array, empty when nothing is owned. */
 json_t *gq_fields_record_create(const json_t *obj,
                                 const struct gq_fields_op *op, int builtin,
                                 int reset_status);
