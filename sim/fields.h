@@ -19,9 +19,11 @@
  * that what an apply merges by key is owned by key; every other list is
  * atomic (one member, the list), as are scalars and empty maps.
  *
- * Pure: no I/O, no clock, no logging. Values are borrowed unless a
- * function says it returns a new reference. Nesting deeper than
- * GQ_PATCH_MAX_DEPTH counts as one atomic value there.
+ * No I/O, no clock, no logging. One process-wide table holds the shared
+ * (interned) FieldsV1 trees and their texts: at most 3,072, never freed
+ * (they live as long as the sets they stand for may), loop thread only.
+ * Values are borrowed unless a function says it returns a new reference.
+ * Nesting deeper than GQ_PATCH_MAX_DEPTH counts as one atomic value there.
  */
 #ifndef GQ_SIM_FIELDS_H
 #define GQ_SIM_FIELDS_H
@@ -109,7 +111,11 @@ json_t *gq_fields_conflict_causes(const json_t *conflicts, char *msg,
  * for an Apply: a forced apply takes the conflicting fields over, an
  * Update any field it changes); every entry loses removed; empty entries
  * go. Sorted as the apiserver sorts them: Apply before Update, then by
- * time, manager, apiVersion, subresource. */
+ * time, manager, apiVersion, subresource. An entry that loses nothing is
+ * the same entry (a new reference), and an Update entry that already owns
+ * all of changed and none of removed keeps its fieldsV1 tree (new time);
+ * rebuilt sets are shared trees (gq_fields_v1_text()). The array and its
+ * entries are shared with later versions: never change them in place. */
 json_t *gq_fields_record(const json_t *managed, const struct gq_fields_op *op,
                          const json_t *changed, const json_t *removed,
                          const json_t *applied);
