@@ -25,13 +25,18 @@ NODE_PKGS := nodejs npm
 # make fuzz needs clang and libFuzzer as well; make test does not (it
 # replays the fuzz corpora with gcc), so these stay out of DEPS_PKGS.
 FUZZ_PKGS := clang libclang-rt-14-dev
+# bench/sim_cost counts gpuq-sim's instructions with valgrind's callgrind;
+# nothing else needs it (make deps-bench).
+BENCH_PKGS := valgrind
 
-.PHONY: all deps deps-fuzz build build-asan test fuzz demo clean
+.PHONY: all deps deps-fuzz deps-bench build build-asan test fuzz demo clean
 
 all: build
 
 deps-fuzz: PKGS = $(DEPS_PKGS) $(FUZZ_PKGS)
 deps-fuzz: install-pkgs
+deps-bench: PKGS = $(DEPS_PKGS) $(BENCH_PKGS)
+deps-bench: install-pkgs
 deps: PKGS = $(DEPS_PKGS) $(if $(shell command -v npm),,$(NODE_PKGS))
 deps: install-pkgs
 	@if [ ! -f tests/integ/clients/node_modules/.package-lock.json ] || \

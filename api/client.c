@@ -71,6 +71,9 @@ struct gq_kwatch {
   void *arg;
   char rv[64];
   int err;                   /* first decode error */
+  int drop_mf;               /* gq_kwatch_opts.drop_managed_fields */
+  char *scratch;             /* a line without its managedFields */
+  size_t scratch_len;
 };
 
 static const struct gq_lc lc = {"api", "request", NULL};
@@ -407,6 +410,7 @@ static void fail_req(struct kreq *r, int rc, struct gq_k8s_status *st)
 
     w->end(rc, w->rv, w->arg);
     gq_ndjson_release(&w->framer);
+    free(w->scratch);
     free(w);
     r->watch = NULL;
     req_end(r);
@@ -749,6 +753,14 @@ static int on_line(const char *line, size_t len, void *arg)
   char rv[64], err[256];
   struct gq_k8s_status st;
 
+  if (w->drop_mf) { /* one pass over the line: less than parsing it */
+    if (w->scratch_len < len) {
+      w->scratch = gq_xrealloc(w->scratch, len);
+      w->scratch_len = len;
+    }
+    len = gq_json_drop_managed_fields(line, len, w->scratch);
+    line = w->scratch;
+  }
   if (gq_watch_event_decode(line, len, &type, &obj, rv, err, sizeof(err))) {
     GQ_LOG(GQ_WARN, &lc, "%s", err);
     w->err = GQ_EPARSE;
@@ -836,6 +848,7 @@ struct gq_kwatch *gq_kwatch_start(struct gq_kclient *c,
   w->ev = ev;
   w->end = end;
   w->arg = arg;
+  w->drop_mf = o->drop_managed_fields;
   snprintf(w->rv, sizeof(w->rv), "%s",
            o->resource_version ? o->resource_version : "");
   gq_ndjson_init(&w->framer, c->o.max_line);

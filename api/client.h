@@ -201,6 +201,10 @@ struct gq_kwatch_opts {
   const char *label_selector, *field_selector; /* NULL = none */
   int bookmarks;               /* allowWatchBookmarks */
   int64_t timeout_s;           /* server timeout; 0 = 5..10 min jitter */
+  int drop_managed_fields;     /* events come without metadata.managed-
+                                  Fields, cut from the text before it is
+                                  parsed (gq_json_drop_managed_fields();
+                                  informers: they never read them) */
 };
 
 /* Starts a watch. Returns it, or NULL (end_cb never called). */

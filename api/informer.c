@@ -260,7 +260,7 @@ static void rewatch(struct gq_informer *inf)
 {
   struct gq_kwatch_opts w = {inf->o.path, inf->rv, inf->o.label_selector,
                              inf->o.field_selector, 1,
-                             inf->o.watch_timeout_s};
+                             inf->o.watch_timeout_s, 1};
 
   inf->events_in_watch = 0;
   inf->watch_started_ms = gq_clock_mono_ms();

@@ -11,7 +11,9 @@
  * are a subsequence of the server's (client-go's contract). Every object's
  * metadata.managedFields is dropped before it is stored or handed to a
  * handler (client-go's TransformStripManagedFields: no controller reads
- * field ownership, and it is often the largest part of a pod).
+ * field ownership, and it is often the largest part of a pod); a watch
+ * event's managedFields are cut from its text before it is parsed
+ * (gq_json_drop_managed_fields()), a listed page's after.
  *
  * Lists are read page by page (500 objects), each page stored as it
  * arrives, so that only one page's JSON is held at a time; objects the list

@@ -700,6 +700,11 @@ static const char *smp_merge_key(const char *field, const json_t *list)
   return NULL;
 }
 
+const char *gq_patch_merge_key(const char *field, const json_t *list)
+{
+  return json_is_array(list) ? smp_merge_key(field, list) : NULL;
+}
+
 /* Returns 1 if a and b are the same list element: equal merge key values
  * when mk is set, equal values otherwise. */
 static int same_elem(const json_t *a, const json_t *b, const char *mk)

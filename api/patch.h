@@ -130,6 +130,13 @@ int gq_patch_json(const json_t *target, const json_t *ops, json_t **out,
 int gq_patch_strategic(const json_t *target, const json_t *patch, json_t **out,
                        char *err, size_t errlen);
 
+/* The merge key gq_patch_strategic() merges the list 'list' under field
+ * name 'field' on ("name" for containers), or NULL when that list is
+ * replaced (atomic). The same rule serves server-side apply's field
+ * ownership (sim/fields.h), so that what a patch merges by key is what is
+ * owned by key. */
+const char *gq_patch_merge_key(const char *field, const json_t *list);
+
 /* Looks up the RFC 6901 JSON Pointer 'pointer' in 'doc'. Returns the value,
  * borrowed from doc and valid while doc is, or NULL if doc or pointer is
  * NULL, the pointer's syntax is bad, or the location does not exist ("-",

@@ -313,6 +313,120 @@ int gq_watch_event_decode(const char *line, size_t len,
   return rc;
 }
 
+/* ---- managedFields, dropped before parsing ------------------------------- */
+
+/* The end of the string starting at in[i] (its opening quote), past the
+ * closing quote; len when it has none. */
+static size_t str_end(const char *in, size_t i, size_t len)
+{
+  for (i++; i < len; i++) {
+    if (in[i] == '\\')
+      i++;
+    else if (in[i] == '"')
+      return i + 1;
+  }
+  return len;
+}
+
+static size_t skip_ws(const char *in, size_t i, size_t len)
+{
+  while (i < len && (in[i] == ' ' || in[i] == '\t' || in[i] == '\n' ||
+                     in[i] == '\r'))
+    i++;
+  return i;
+}
+
+/* The end of the JSON value starting at in[i]. */
+static size_t value_end(const char *in, size_t i, size_t len)
+{
+  int depth = 0;
+
+  if (i < len && in[i] == '"')
+    return str_end(in, i, len);
+  for (; i < len; i++) {
+    if (in[i] == '"') {
+      i = str_end(in, i, len) - 1;
+    } else if (in[i] == '{' || in[i] == '[') {
+      depth++;
+    } else if (in[i] == '}' || in[i] == ']') {
+      if (depth == 0)
+        return i; /* a scalar's end, or a bad close */
+      if (--depth == 0)
+        return i + 1;
+    } else if (depth == 0 && (in[i] == ',' || in[i] == ' ' ||
+                              in[i] == '\n' || in[i] == '\t' ||
+                              in[i] == '\r')) {
+      return i;
+    }
+  }
+  return len;
+}
+
+#define DROP_MAX_DEPTH 256
+
+/* One open container of gq_json_drop_managed_fields(). */
+struct drop_level {
+  unsigned char object, meta, want_key, members, key_meta;
+  size_t comma_w; /* where the last comma of this object went in out */
+};
+
+size_t gq_json_drop_managed_fields(const char *in, size_t len, char *out)
+{
+  static const char mf[] = "\"managedFields\"", md[] = "\"metadata\"";
+  struct drop_level st[DROP_MAX_DEPTH];
+  int top = -1;
+  size_t r = 0, w = 0, e;
+
+  while (r < len) {
+    char c = in[r];
+    struct drop_level *t = top >= 0 ? &st[top] : NULL;
+
+    if (c == '"') {
+      e = str_end(in, r, len);
+      if (t && t->object && t->want_key && t->meta &&
+          e - r == sizeof(mf) - 1 && memcmp(in + r, mf, e - r) == 0) {
+        size_t v = skip_ws(in, e, len);
+
+        if (v < len && in[v] == ':') { /* drop the member */
+          r = value_end(in, skip_ws(in, v + 1, len), len);
+          if (t->members) {
+            w = t->comma_w; /* with the comma before it */
+            t->want_key = 0;
+          } else if ((v = skip_ws(in, r, len)) < len && in[v] == ',') {
+            r = v + 1; /* the first member: with the comma after it */
+          }
+          continue;
+        }
+      }
+      if (t && t->object && t->want_key) {
+        t->key_meta = e - r == sizeof(md) - 1 && memcmp(in + r, md, e - r) == 0;
+        t->want_key = 0;
+      }
+      memcpy(out + w, in + r, e - r);
+      w += e - r;
+      r = e;
+      continue;
+    }
+    if (c == '{' || c == '[') {
+      if (top + 1 == DROP_MAX_DEPTH)
+        break;
+      st[++top] = (struct drop_level){c == '{', t && t->object && t->key_meta,
+                                      c == '{', 0, 0, 0};
+    } else if (c == '}' || c == ']') {
+      if (top >= 0)
+        top--;
+    } else if (c == ',' && t && t->object) {
+      t->comma_w = w;
+      t->members = 1;
+      t->want_key = 1;
+    }
+    out[w++] = c;
+    r++;
+  }
+  memcpy(out + w, in + r, len - r);
+  return w + len - r;
+}
+
 /* ---- Status ------------------------------------------------------------- */
 
 /* Reasons and the sentences client-go's NewGenericServerResponse uses when

@@ -83,6 +83,19 @@ const char *gq_ndjson_limit_msg(const struct gq_ndjson *f, char *buf,
 /* Frees the buffered line; f is empty and may be reused (max_line kept). */
 void gq_ndjson_release(struct gq_ndjson *f);
 
+/* Copies the JSON text in (len bytes) to out (room for len bytes) without
+ * the metadata.managedFields members it holds: every member named
+ * "managedFields" of an object that is the value of a member named
+ * "metadata", at any depth (one object, a watch event's object, each item
+ * of a list), with the comma that separated it. What client-go's
+ * TransformStripManagedFields drops after decoding, dropped before, so that
+ * an informer does not parse what it throws away (kube-apiserver and
+ * gpuq-sim send managedFields on every object). Returns the bytes written.
+ * Text that is not valid JSON is copied as it is from where that shows (a
+ * string without its end, nesting deeper than 256): the parser then
+ * reports it. in and out must not overlap. */
+size_t gq_json_drop_managed_fields(const char *in, size_t len, char *out);
+
 /* ---- watch events --------------------------------------------------------
  *
  * One line is {"type": T, "object": {...}} (metav1.WatchEvent). BOOKMARK

@@ -419,7 +419,7 @@ void gq_sim_admit(struct gq_sim_req *r, const char *op, const json_t *old,
 
   c->r = *r;
   snprintf(c->op, sizeof(c->op), "%s", op);
-  c->old = old ? json_deep_copy(old) : NULL;
+  c->old = gq_sim_copy(old);
   c->obj = obj;
   c->cb = cb;
   c->arg = arg;

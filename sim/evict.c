@@ -201,7 +201,7 @@ static json_t *with_condition(const json_t *pod, const char *type,
                               const char *status, const char *reason,
                               const char *message)
 {
-  json_t *next = json_deep_copy(pod), *st = json_object_get(next, "status");
+  json_t *next = gq_sim_copy(pod), *st = json_object_get(next, "status");
   json_t *conds, *c;
   char ts[40];
   size_t i;

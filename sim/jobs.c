@@ -335,7 +335,7 @@ static int finish(json_t *st, const json_t *job, const struct job_counts *n,
 /* One Job: the pods it should have, then its status. */
 static void reconcile(struct gq_sim *s, const json_t *job)
 {
-  json_t *next = json_deep_copy(job), *st = json_object_get(next, "status");
+  json_t *next = gq_sim_copy(job), *st = json_object_get(next, "status");
   int suspend = json_is_true(json_object_get(json_object_get(job, "spec"),
                                              "suspend"));
   int64_t par = spec_int(job, "parallelism", 1);

@@ -229,7 +229,7 @@ static json_t *set_condition(json_t *conds, const char *type,
 static json_t *edit_status(const json_t *pod, json_t **status,
                            json_t **conds)
 {
-  json_t *next = json_deep_copy(pod);
+  json_t *next = gq_sim_copy(pod);
 
   *status = json_object_get(next, "status");
   if (!*status) {

@@ -239,7 +239,7 @@ int gq_sim_node_event(struct gq_sim *s, const char *name, const char *action,
   }
   if (!strcmp(action, "xid")) /* a GPU's error, not the Node object's */
     return gq_sim_gpus_xid(s, name, arg, msg, msglen);
-  next = json_deep_copy(cur);
+  next = gq_sim_copy(cur);
   if (!json_object_get(next, "spec"))
     json_object_set_new(next, "spec", json_object());
   if (!strcmp(action, "cordon") || !strcmp(action, "drain"))

@@ -3,14 +3,23 @@
  * and the /sim/v1 endpoints. */
 #include "sim/sim.h"
 
+#include "sim/dump.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 void gq_sim_reply(struct gq_http_req *req, int code, json_t *obj)
 {
-  char *s = json_dumps(obj, JSON_COMPACT);
+  size_t n;
+  char *s = gq_sim_dumps(obj, &n);
 
-  gq_http_respond(req, (unsigned)code, "application/json", s, strlen(s), NULL);
+  if (!s) { /* nested too deep to write */
+    json_decref(obj);
+    gq_sim_status(req, 500, "InternalError", "the object is nested too deep",
+                  NULL);
+    return;
+  }
+  gq_http_respond(req, (unsigned)code, "application/json", s, n, NULL);
   free(s);
   json_decref(obj);
 }

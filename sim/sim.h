@@ -10,6 +10,10 @@
  *                endpoints, start-up and shutdown (server.h: a routed
  *                request, shared with verbs.c and evict.c)
  *   reply.c      JSON and Status replies
+ *   dump.c       their compact JSON text, written without jansson's
+ *                per-object loop check (dump.h)
+ *   fields.c     field sets and managedFields for server-side apply
+ *                (fields.h)
  *   verbs.c      get, list, watch, create, update, patch, delete
  *   evict.c      pods/eviction and pods/binding, PodDisruptionBudget status
  *   auth.c       who a request is: --token, --token-auth-file, the sim's
@@ -400,6 +404,13 @@ void gq_sim_node_defaults(struct gq_sim *s, json_t *node);
 void gq_sim_crd_defaults(struct gq_sim *s, json_t *crd);
 
 /* --- store.c --- */
+/* A deep copy of obj (any JSON value; NULL gives NULL) that shares obj's
+ * metadata.managedFields instead of copying it: gpuq-sim never changes a
+ * managedFields array or its entries in place (a write replaces the whole
+ * array, sim/fields.h), and copying it was most of what a kubelet status
+ * write or a status patch copied. New reference; change anything in it
+ * but metadata.managedFields' contents. */
+json_t *gq_sim_copy(const json_t *obj);
 /* Looks up an object (borrowed, immutable) or NULL. */
 const json_t *gq_sim_get(struct gq_sim_kind *k, const char *ns,
                          const char *name);

@@ -245,7 +245,7 @@ void gq_sim_remove(struct gq_sim *s, struct gq_sim_kind *k, const char *ns,
     return;
   HASH_DEL(k->objs, o);
   owners_count(s, o->obj, -1);
-  last = json_deep_copy(o->obj);
+  last = gq_sim_copy(o->obj);
   set_rv(last, ++s->rv);
   uid = gq_xstrdup(gq_meta_str(last, "uid"));
   nsc = gq_xstrdup(ns ? ns : "");
@@ -377,11 +377,36 @@ void gq_sim_pending_run(struct gq_sim *s)
   pending_arm(s);
 }
 
+json_t *gq_sim_copy(const json_t *obj)
+{
+  const json_t *meta = json_object_get(obj, "metadata");
+  const json_t *mf = json_object_get(meta, "managedFields");
+  json_t *c, *m, *v, *w;
+  const char *k, *mk;
+  size_t kl, mkl;
+
+  if (!json_is_object(meta) || !mf)
+    return json_deep_copy(obj);
+  c = json_object();
+  json_object_keylen_foreach((json_t *)obj, k, kl, v) {
+    if (v != meta) {
+      json_object_setn_new_nocheck(c, k, kl, json_deep_copy(v));
+      continue;
+    }
+    m = json_object();
+    json_object_keylen_foreach(v, mk, mkl, w)
+      json_object_setn_new_nocheck(m, mk, mkl, w == mf ? json_incref(w)
+                                                       : json_deep_copy(w));
+    json_object_setn_new_nocheck(c, k, kl, m);
+  }
+  return c;
+}
+
 /* A copy of obj with deletionTimestamp (virtual now + grace_s) and
  * deletionGracePeriodSeconds set. */
 static json_t *mark_deleting(const json_t *obj, int64_t grace_s)
 {
-  json_t *c = json_deep_copy(obj), *meta = json_object_get(c, "metadata");
+  json_t *c = gq_sim_copy(obj), *meta = json_object_get(c, "metadata");
   char ts[40];
 
   gq_time_format(gq_clock_now_ms() + grace_s * 1000, ts, sizeof(ts));

@@ -11,6 +11,8 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/err.h"
+#include "sim/dump.h"
+#include "sim/fields.h"
 #include "sim/request.h"
 #include "sim/schema.h"
 
@@ -150,7 +152,8 @@ static void reply_obj(struct gq_sim_req *r, int code, const json_t *obj)
     out = present(r, obj);
   }
   if (r->warning[0]) {
-    char *s = json_dumps(out, JSON_COMPACT), hdr[MAX_WARNINGS][600];
+    size_t len_out = 0;
+    char *s = gq_sim_dumps(out, &len_out), hdr[MAX_WARNINGS][600];
     const char *extra[2 * MAX_WARNINGS + 1];
     size_t n = 0;
 
@@ -165,8 +168,8 @@ static void reply_obj(struct gq_sim_req *r, int code, const json_t *obj)
       p += len + (nl ? 1 : 0);
     }
     extra[2 * n] = NULL;
-    gq_http_respond(r->http, (unsigned)code, "application/json", s, strlen(s),
-                    extra);
+    gq_http_respond(r->http, (unsigned)code, "application/json", s ? s : "",
+                    len_out, extra);
     free(s);
     json_decref(out);
     return;
@@ -630,6 +633,206 @@ static int dry_run(const struct gq_sim_req *r)
   return d && strcmp(d, "All") == 0;
 }
 
+/* --- field ownership (metadata.managedFields; sim/fields.h) --- */
+
+/* 1 if fm is a fieldManager the apiserver takes (ValidateFieldManager):
+ * at most 128 bytes of printable UTF-8; else the detail in detail. */
+static int manager_ok(const char *fm, const char **reason, char *detail,
+                      size_t len)
+{
+  json_t *t = json_string(fm);
+
+  json_decref(t);
+  if (strlen(fm) > 128) {
+    *reason = "FieldValueTooLong";
+    snprintf(detail, len, "Too long: may not be more than 128 bytes");
+    return 0;
+  }
+  for (const char *p = fm; *p; p++)
+    if (!t || (unsigned char)*p < 0x20 || *p == 0x7f) {
+      *reason = "FieldValueInvalid";
+      snprintf(detail, len, "Invalid value: \"%.128s\": invalid character "
+               "(at position %d)", t ? fm : "", (int)(p - fm));
+      return 0;
+    }
+  return 1;
+}
+
+/* Checks the options of a write as the apiserver's Validate*Options do
+ * (opts "CreateOptions", "UpdateOptions" or "PatchOptions"): a
+ * fieldManager of at most 128 printable bytes; for a patch, apply needs
+ * a fieldManager and force belongs to apply only. Answers 422 and returns
+ * 1 when they are bad. */
+static int options_bad(struct gq_sim_req *r, const char *opts, int apply)
+{
+  const char *fm = q(r, "fieldManager");
+  const char *field = "fieldManager", *reason = "FieldValueRequired";
+  char detail[400], msg[600];
+
+  int bad = fm && *fm && !manager_ok(fm, &reason, detail, sizeof(detail));
+
+  if (!bad && apply && (!fm || !*fm)) {
+    snprintf(detail, sizeof(detail),
+             "Required value: is required for apply patch");
+    bad = 1;
+  }
+  if (!bad && !apply && strcmp(opts, "PatchOptions") == 0 && q(r, "force")) {
+    field = "force";
+    reason = "FieldValueForbidden";
+    snprintf(detail, sizeof(detail),
+             "Forbidden: may not be specified for non-apply patch");
+    bad = 1;
+  }
+  if (!bad)
+    return 0;
+  snprintf(msg, sizeof(msg), "%s.meta.k8s.io \"\" is invalid: %s: %s", opts,
+           field, detail);
+  gq_sim_status(r->http, 422, "Invalid", msg,
+                json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:s}]}", "name", "",
+                          "group", "meta.k8s.io", "kind", opts, "causes",
+                          "reason", reason, "message", detail, "field",
+                          field));
+  return 1;
+}
+
+
+/* Buffers behind a gq_fields_op. */
+struct op_bufs {
+  char manager[160], api[128], time[40];
+};
+
+/* The managedFields entry r's write makes: the fieldManager parameter,
+ * else the User-Agent's program (kube-apiserver's prefixFromUserAgent). */
+static void fields_op(const struct gq_sim_req *r, int apply,
+                      struct gq_fields_op *op, struct op_bufs *b)
+{
+  gq_fields_manager(q(r, "fieldManager"),
+                    gq_http_header(r->http, "User-Agent"), b->manager,
+                    sizeof(b->manager));
+  gq_time_format(gq_clock_now_ms(), b->time, sizeof(b->time));
+  op->manager = b->manager;
+  op->apply = apply;
+  op->api_version = gq_sim_kind_api_version(r->k, b->api, sizeof(b->api));
+  op->subresource = strcmp(r->sub, "status") == 0 ? "status" : "";
+  op->time = b->time;
+}
+
+/* Strips from set what r's kind and subresource never record. */
+static void fields_strip(const struct gq_sim_req *r, json_t *set)
+{
+  gq_fields_strip(set, strcmp(r->sub, "status") == 0,
+                  r->k->has_status && !is_core(r->k, "namespaces"));
+}
+
+/* What a change from cur (NULL: a create) to next added or modified, and
+ * removed, as r records it. A built-in object starts from its Go type's
+ * zero value, whose spec and status exist (so they are never "added"). */
+static void fields_diff(const struct gq_sim_req *r, const json_t *cur,
+                        const json_t *next, json_t **changed,
+                        json_t **removed)
+{
+  int status_sub = strcmp(r->sub, "status") == 0;
+  int reset = r->k->has_status && !is_core(r->k, "namespaces");
+  json_t *a, *b;
+
+  if (!cur && !r->k->is_crd)
+    a = json_pack("{s:{}, s:{}, s:{}}", "metadata", "spec", "status");
+  else
+    a = cur ? json_copy((json_t *)cur) : json_object(); /* shallow */
+  b = json_copy((json_t *)next);
+  /* Compare only what can be owned: a status write owns only status, a
+   * main-resource write of a kind with /status never does (the status
+   * patches a controller sends stay cheap). */
+  if (status_sub) {
+    json_t *sa = json_object(), *sb = json_object();
+
+    if (json_object_get(a, "status"))
+      json_object_set(sa, "status", json_object_get(a, "status"));
+    if (json_object_get(b, "status"))
+      json_object_set(sb, "status", json_object_get(b, "status"));
+    json_decref(a);
+    json_decref(b);
+    a = sa;
+    b = sb;
+  } else if (reset) {
+    json_object_del(a, "status");
+    json_object_del(b, "status");
+  }
+  gq_fields_diff(a, b, changed, removed);
+  json_decref(a);
+  json_decref(b);
+  fields_strip(r, *changed);
+  fields_strip(r, *removed);
+}
+
+/* Gives next managedFields mf (taken), or none when mf is empty. */
+static void set_fields(json_t *next, json_t *mf)
+{
+  if (json_array_size(mf))
+    json_object_set_new(json_object_get(next, "metadata"), "managedFields",
+                        mf);
+  else
+    json_decref(mf);
+}
+
+/* Records r's write of next (cur: the stored object, NULL on create) in
+ * next's metadata.managedFields; applied is the set an Apply owns (NULL
+ * for an Update). given: the managedFields the request's object carries
+ * (NULL if none); on the main resource they replace cur's before this
+ * write is recorded, as the apiserver lets a client rewrite them (kubectl
+ * does, migrating client-side apply's ownership; [] and [{}] clear them;
+ * decodeLiveOrNew). */
+static void record_fields(struct gq_sim_req *r, const json_t *cur,
+                          json_t *next, const json_t *applied,
+                          const json_t *given)
+{
+  const json_t *managed = cur ? json_object_get(json_object_get(cur,
+                                                                "metadata"),
+                                                "managedFields")
+                              : NULL;
+  struct gq_fields_op op;
+  struct op_bufs b;
+  json_t *changed, *removed, *mf;
+
+  if (json_is_array(given) && strcmp(r->sub, "status") != 0)
+    managed = json_array_size(given) ? given : NULL; /* [] resets too */
+  fields_op(r, applied != NULL, &op, &b);
+  if (!cur && !applied) { /* a create: one pass over next */
+    mf = gq_fields_record_create(next, &op, !r->k->is_crd,
+                                 r->k->has_status &&
+                                     !is_core(r->k, "namespaces"));
+    set_fields(next, mf);
+    return;
+  }
+  fields_diff(r, cur, next, &changed, &removed);
+  mf = gq_fields_record(managed, &op, changed, removed, applied);
+  set_fields(next, mf);
+  json_decref(changed);
+  json_decref(removed);
+}
+
+/* A write that changes only managedFields' times changes nothing
+ * (kube-apiserver keeps the old times): gives next cur's managedFields
+ * then. */
+static void keep_field_times(const json_t *cur, json_t *next)
+{
+  json_t *cm = json_object_get(cur, "metadata");
+  json_t *nm = json_object_get(next, "metadata");
+  json_t *was = json_incref(json_object_get(nm, "managedFields"));
+
+  if (!gq_fields_same_but_time(json_object_get(cm, "managedFields"), was)) {
+    json_decref(was);
+    return;
+  }
+  if (json_object_get(cm, "managedFields"))
+    json_object_set(nm, "managedFields", json_object_get(cm, "managedFields"));
+  else
+    json_object_del(nm, "managedFields");
+  if (!json_equal(next, (json_t *)cur) && was)
+    json_object_set(nm, "managedFields", was);
+  json_decref(was);
+}
+
 /* Answers 409 AlreadyExists and returns 1 if r's object exists. */
 static int already_exists(struct gq_sim_req *r)
 {
@@ -647,8 +850,10 @@ static int already_exists(struct gq_sim_req *r)
 
 static void create_admitted(struct gq_sim_req *r, json_t *obj, void *arg);
 
-/* Creates obj (taken). Answers 201, or an error. */
-static void create_obj(struct gq_sim_req *r, json_t *obj)
+/* Creates obj (taken); applied: the set an Apply owns, or NULL for an
+ * Update. Answers 201, or an error. */
+static void create_obj(struct gq_sim_req *r, json_t *obj,
+                       const json_t *applied)
 {
   json_t *meta = json_object_get(obj, "metadata");
   const char *bns;
@@ -684,6 +889,7 @@ static void create_obj(struct gq_sim_req *r, json_t *obj)
     json_decref(obj);
     return;
   }
+  record_fields(r, NULL, obj, applied, NULL);
   gq_sim_admit(r, "CREATE", NULL, obj, create_admitted, NULL);
 }
 
@@ -723,10 +929,14 @@ static json_t *absorb(const struct gq_sim_req *r, json_t *body)
 
 void gq_sim_do_create(struct gq_sim_req *r)
 {
-  json_t *obj = absorb(r, read_body(r));
+  json_t *obj;
+
+  if (options_bad(r, "CreateOptions", 0))
+    return;
+  obj = absorb(r, read_body(r));
 
   if (obj)
-    create_obj(r, obj);
+    create_obj(r, obj, NULL);
 }
 
 /* Is everything but metadata and status equal? (generation bumps.) */
@@ -775,7 +985,7 @@ static json_t *merge_update(struct gq_sim_req *r, const json_t *cur,
   json_t *out;
 
   if (!strcmp(r->sub, "status")) {
-    out = json_deep_copy(cur);
+    out = gq_sim_copy(cur);
     if (json_object_get(next, "status"))
       json_object_set(out, "status", json_object_get(next, "status"));
     else
@@ -870,11 +1080,12 @@ static void update_defaults(struct gq_sim_req *r, const json_t *cur,
 }
 
 /* Stores next (taken) as the new state of cur, with the API server's
- * update rules; answers 200 or an error. */
+ * update rules; applied as for create_obj(). Answers 200 or an error. */
 static void commit_update(struct gq_sim_req *r, const json_t *cur,
-                          json_t *next)
+                          json_t *next, const json_t *applied)
 {
   const char *want_rv, *cur_rv = gq_meta_str(cur, "resourceVersion");
+  json_t *given;
 
   next = merge_update(r, cur, next);
   update_defaults(r, cur, next);
@@ -891,13 +1102,18 @@ static void commit_update(struct gq_sim_req *r, const json_t *cur,
   keep_meta(cur, next);
   json_object_set_new(json_object_get(next, "metadata"), "resourceVersion",
                       json_string(cur_rv));
+  given = json_incref(json_object_get(json_object_get(next, "metadata"),
+                                      "managedFields"));
   json_object_del(json_object_get(next, "metadata"), "managedFields");
   /* Prune and default first: a change made only of unknown fields is no
    * change at all (same resourceVersion and generation). */
   if (validate(r, next, r->name) != 0) {
+    json_decref(given);
     json_decref(next);
     return;
   }
+  record_fields(r, cur, next, applied, given);
+  json_decref(given);
   gq_sim_admit(r, "UPDATE", cur, next, update_admitted, NULL);
 }
 
@@ -928,6 +1144,7 @@ static void update_admitted(struct gq_sim_req *r, json_t *next, void *arg)
   if (!spec_equal(cur, next))
     json_object_set_new(json_object_get(next, "metadata"), "generation",
                         json_integer(gen + 1));
+  keep_field_times(cur, next);
   if (json_equal(next, (json_t *)cur) || dry_run(r)) {
     /* No change: same resourceVersion, no event (kubectl's "no change"). */
     reply_obj(r, 200, json_equal(next, (json_t *)cur) ? cur : next);
@@ -945,8 +1162,12 @@ static void update_admitted(struct gq_sim_req *r, json_t *next, void *arg)
 void gq_sim_do_update(struct gq_sim_req *r)
 {
   const json_t *cur = gq_sim_get(r->k, r->ns, r->name);
-  json_t *next = absorb(r, read_body(r));
+  json_t *next;
   const char *bname;
+
+  if (options_bad(r, "UpdateOptions", 0))
+    return;
+  next = absorb(r, read_body(r));
 
   if (!next)
     return;
@@ -962,7 +1183,7 @@ void gq_sim_do_update(struct gq_sim_req *r)
     not_found(r, r->name);
     return;
   }
-  commit_update(r, cur, next);
+  commit_update(r, cur, next, NULL);
 }
 
 /* Applies the request's patch to cur; answers and returns NULL on error. */
@@ -993,6 +1214,127 @@ static json_t *apply_patch(struct gq_sim_req *r, const json_t *cur,
   return out;
 }
 
+/* The fields manager op applied last and applies no longer, that no other
+ * manager owns, go from next (structured-merge-diff's prune). */
+static void apply_prune(const json_t *managed, const struct gq_fields_op *op,
+                        const json_t *applied, json_t *next)
+{
+  json_t *last = gq_fields_owned(managed, op), *keep;
+
+  if (!last)
+    return;
+  keep = gq_fields_others(managed, op);
+  gq_fields_union(keep, applied);
+  gq_fields_subtract(last, keep);
+  gq_fields_remove(next, last, keep);
+  json_decref(keep);
+  json_decref(last);
+}
+
+/* The fields kubectl's last client-side apply set (its
+ * last-applied-configuration annotation) that still hold the values it
+ * set: manager "kubectl" may take these over without a conflict, the
+ * upgrade from client-side to server-side apply (the apiserver's
+ * lastAppliedManager). New set, or NULL when cur has no annotation. */
+static json_t *csa_fields(const json_t *cur)
+{
+  const char *la = json_string_value(json_object_get(
+      json_object_get(json_object_get(cur, "metadata"), "annotations"),
+      "kubectl.kubernetes.io/last-applied-configuration"));
+  json_t *obj = la ? json_loads(la, 0, NULL) : NULL, *set, *changed, *removed;
+
+  if (!json_is_object(obj)) {
+    json_decref(obj);
+    return NULL;
+  }
+  set = gq_fields_of_config(obj);
+  gq_fields_diff(obj, cur, &changed, &removed);
+  gq_fields_subtract(set, changed);
+  json_decref(changed);
+  json_decref(removed);
+  json_decref(obj);
+  return set;
+}
+
+/* Answers 409 and returns 1 when r's Apply of next over cur changes a
+ * field another manager owns and force is not set. */
+static int apply_conflicts(struct gq_sim_req *r, const json_t *cur,
+                           const json_t *next, const struct gq_fields_op *op)
+{
+  const json_t *managed = json_object_get(json_object_get(cur, "metadata"),
+                                          "managedFields");
+  json_t *changed, *removed, *conflicts, *causes, *csa;
+  char msg[2048];
+
+  fields_diff(r, cur, next, &changed, &removed);
+  conflicts = gq_fields_conflicts(managed, op, changed);
+  if (conflicts && strcmp(op->manager, "kubectl") == 0 &&
+      (csa = csa_fields(cur))) {
+    gq_fields_subtract(changed, csa);
+    json_decref(csa);
+    json_decref(conflicts);
+    conflicts = gq_fields_conflicts(managed, op, changed);
+  }
+  json_decref(changed);
+  json_decref(removed);
+  if (!conflicts || gq_sim_query_bool(r, "force")) {
+    json_decref(conflicts);
+    return 0;
+  }
+  causes = gq_fields_conflict_causes(conflicts, msg, sizeof(msg));
+  json_decref(conflicts);
+  gq_sim_status(r->http, 409, "Conflict", msg,
+                json_pack("{s:o}", "causes", causes));
+  return 1;
+}
+
+/* Server-side apply of config (taken): creates the object when absent;
+ * otherwise merges config into cur as strategic merge patch does (keyed
+ * lists by key, so that ownership and merging agree), prunes what this
+ * manager no longer applies, and refuses with 409 a change to a field
+ * another manager owns unless force=true. The applier then owns exactly
+ * config's fields (docs/sim.md "Server-side apply"). */
+static void apply_obj(struct gq_sim_req *r, const json_t *cur, json_t *config)
+{
+  struct gq_fields_op op;
+  struct op_bufs b;
+  json_t *applied, *shown, *next;
+
+  if (!json_is_object(config)) {
+    json_decref(config);
+    bad_request(r, "the body must be an object");
+    return;
+  }
+  applied = gq_fields_of_config(config);
+  fields_strip(r, applied);
+  if (!cur) {
+    if (!json_is_object(json_object_get(config, "metadata")))
+      json_object_set_new(config, "metadata", json_object());
+    json_object_set_new(json_object_get(config, "metadata"), "name",
+                        json_string(r->name));
+    create_obj(r, absorb(r, config), applied);
+    json_decref(applied);
+    return;
+  }
+  fields_op(r, 1, &op, &b);
+  shown = present(r, cur);
+  next = absorb(r, apply_patch(r, shown, config,
+                               "application/strategic-merge-patch+json"));
+  json_decref(shown);
+  json_decref(config);
+  if (next)
+    apply_prune(json_object_get(json_object_get(cur, "metadata"),
+                                "managedFields"),
+                &op, applied, next);
+  if (next && apply_conflicts(r, cur, next, &op)) {
+    json_decref(next);
+    next = NULL;
+  }
+  if (next)
+    commit_update(r, cur, next, applied);
+  json_decref(applied);
+}
+
 void gq_sim_do_patch(struct gq_sim_req *r)
 {
   const char *ct = gq_http_header(r->http, "Content-Type");
@@ -1009,14 +1351,11 @@ void gq_sim_do_patch(struct gq_sim_req *r)
                   NULL);
     return;
   }
-  if (!(patch = read_body(r)))
+  if (options_bad(r, "PatchOptions", strstr(ct, "apply-patch") != NULL) ||
+      !(patch = read_body(r)))
     return;
-  if (!cur && strstr(ct, "apply-patch")) { /* server-side apply creates */
-    if (!json_is_object(json_object_get(patch, "metadata")))
-      json_object_set_new(patch, "metadata", json_object());
-    json_object_set_new(json_object_get(patch, "metadata"), "name",
-                        json_string(r->name));
-    create_obj(r, absorb(r, patch));
+  if (strstr(ct, "apply-patch")) {
+    apply_obj(r, cur, patch);
     return;
   }
   if (!cur) {
@@ -1030,7 +1369,7 @@ void gq_sim_do_patch(struct gq_sim_req *r)
   json_decref(shown);
   json_decref(patch);
   if (next)
-    commit_update(r, cur, next);
+    commit_update(r, cur, next, NULL);
 }
 
 /* --- delete --- */

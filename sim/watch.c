@@ -4,6 +4,7 @@
 
 #include "base/alloc.h"
 #include "base/err.h"
+#include "sim/dump.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,8 +90,9 @@ static int passes(const struct gq_sim_watch *w, const json_t *obj)
 
 static void send_event(struct gq_sim_watch *w, const char *type, json_t *obj)
 {
-  json_t *ev, *payload, *presented = NULL;
-  char *line;
+  json_t *payload, *presented = NULL;
+  char *line, prefix[64];
+  size_t n;
 
   if (w->closed)
     return;
@@ -107,11 +109,10 @@ static void send_event(struct gq_sim_watch *w, const char *type, json_t *obj)
   } else {
     payload = json_incref(obj);
   }
-  ev = json_pack("{s:s, s:o}", "type", type, "object", payload);
-  line = json_dumps(ev, JSON_COMPACT);
-  json_decref(ev);
-  if (gq_http_stream_write(w->stream, line, strlen(line)) != 0 ||
-      gq_http_stream_write(w->stream, "\n", 1) != 0)
+  snprintf(prefix, sizeof(prefix), "{\"type\":\"%s\",\"object\":", type);
+  line = gq_sim_dumps_framed(prefix, payload, "}\n", &n);
+  json_decref(payload);
+  if (!line || gq_http_stream_write(w->stream, line, n) != 0)
     w->closed = 1;
   free(line);
   json_decref(presented);

@@ -287,7 +287,7 @@ static void test_watch_bookmarks(void **state)
                              json_string_value(json_object_get(
                                  json_object_get(list, "metadata"),
                                  "resourceVersion")),
-                             NULL, NULL, 1, 1};
+                             NULL, NULL, 1, 1, 0};
   struct watched w = {0};
   char start_rv[64];
 
@@ -432,8 +432,7 @@ static void informer_resume_and_relist(const char *p, int typed_only)
     const json_t *got = gq_informer_get(inf, name);
 
     assert_non_null(got);
-    /* kube-apiserver records field ownership (managedFields) on every
-     * object; the store drops it */
+    /* the sim records field ownership; the store drops it */
     assert_null(json_object_get(json_object_get(got, "metadata"),
                                 "managedFields"));
   }

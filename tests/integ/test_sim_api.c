@@ -348,28 +348,293 @@ static void test_terminating_namespace(void **state)
   fail_msg("namespace 'term' was never removed");
 }
 
+/* The managedFields entry of manager (with subresource, "" for none), or
+ * NULL. */
+static const json_t *mf_entry(const json_t *obj, const char *manager,
+                              const char *sub)
+{
+  const json_t *mf = json_object_get(json_object_get(obj, "metadata"),
+                                     "managedFields"), *e;
+  size_t i;
+
+  json_array_foreach((json_t *)mf, i, e) {
+    const char *s = str_at(e, "subresource", NULL);
+
+    if (!strcmp(str_at(e, "manager", NULL), manager) &&
+        !strcmp(s ? s : "", sub))
+      return e;
+  }
+  return NULL;
+}
+
+/* 1 if manager's fieldsV1 holds the path of FieldsV1 keys (NULL-ended). */
+static int owns(const json_t *obj, const char *manager, ...)
+{
+  const json_t *e = mf_entry(obj, manager, ""), *n;
+  va_list ap;
+  const char *k;
+
+  if (!e)
+    return 0;
+  n = json_object_get(e, "fieldsV1");
+  va_start(ap, manager);
+  while (n && (k = va_arg(ap, const char *)))
+    n = json_object_get(n, k);
+  va_end(ap);
+  return n != NULL;
+}
+
+/* Server-side apply of body to GpuJob default/name, query appended. */
+static json_t *apply_job(const char *name, const char *query,
+                         const char *body, int want)
+{
+  char path[300];
+
+  snprintf(path, sizeof(path),
+           "/apis/gpuq.dev/v1alpha1/namespaces/default/gpujobs/%s%s", name,
+           query);
+  return call("PATCH", path, body, "application/apply-patch+yaml", want,
+              NULL);
+}
+
+static json_t *ssa(const char *query, const char *body, int want)
+{
+  return apply_job("ssa", query, body, want);
+}
+
 static void test_server_side_apply(void **state)
 {
   char body[1024];
+  const json_t *e;
   json_t *j;
+  const char *rv;
 
   (void)state;
   snprintf(body, sizeof(body), job, "ssa", "");
-  json_decref(call("PATCH", "/apis/gpuq.dev/v1alpha1/namespaces/default/"
-                            "gpujobs/ssa?fieldManager=kubectl",
-                   body, "application/apply-patch+yaml", 201, NULL));
-  j = call("PATCH", "/apis/gpuq.dev/v1alpha1/namespaces/default/gpujobs/ssa"
-                    "?fieldManager=kubectl",
-           "{\"spec\":{\"priority\":9}}", "application/apply-patch+yaml", 200,
-           NULL);
+  j = ssa("?fieldManager=kubectl", body, 201);
+  e = mf_entry(j, "kubectl", "");
+  assert_non_null(e);
+  assert_string_equal(str_at(e, "operation", NULL), "Apply");
+  assert_string_equal(str_at(e, "apiVersion", NULL), "gpuq.dev/v1alpha1");
+  assert_string_equal(str_at(e, "fieldsType", NULL), "FieldsV1");
+  assert_non_null(str_at(e, "time", NULL));
+  assert_true(owns(j, "kubectl", "f:spec", "f:team", NULL));
+  assert_true(owns(j, "kubectl", "f:spec", "f:template", "f:spec",
+                   "f:containers", "k:{\"name\":\"c\"}", "f:image", NULL));
+  /* Defaults are nobody's; the server's own metadata is never recorded. */
+  assert_false(owns(j, "kubectl", "f:spec", "f:backoffLimit", NULL));
+  assert_false(owns(j, "kubectl", "f:metadata", "f:name", NULL));
+  json_decref(j);
+  /* The same manager changes its own field: no conflict. */
+  snprintf(body, sizeof(body), job, "ssa", "");
+  memcpy(strstr(body, "\"gpusPerReplica\":1"), "\"gpusPerReplica\":2", 18);
+  j = ssa("?fieldManager=kubectl", body, 200);
   assert_int_equal(json_integer_value(json_object_get(
-                       json_object_get(j, "spec"), "priority")),
-                   9);
-  /* Defaults from the CRD schema were applied on create. */
+                       json_object_get(j, "spec"), "gpusPerReplica")),
+                   2);
   assert_int_equal(json_integer_value(json_object_get(
                        json_object_get(j, "spec"), "backoffLimit")),
                    3);
+  rv = str_at(j, "metadata", "resourceVersion");
+  {
+    /* A no-op apply keeps the resourceVersion. */
+    json_t *again = ssa("?fieldManager=kubectl", body, 200);
+
+    assert_string_equal(str_at(again, "metadata", "resourceVersion"), rv);
+    json_decref(again);
+  }
   json_decref(j);
+  /* A manager that stops applying a field it alone owns removes it. */
+  j = ssa("?fieldManager=kubectl",
+          "{\"apiVersion\":\"gpuq.dev/v1alpha1\",\"kind\":\"GpuJob\","
+          "\"metadata\":{\"name\":\"ssa\"},\"spec\":{\"team\":\"t\","
+          "\"gpusPerReplica\":2,\"template\":{\"spec\":{}}}}",
+          200);
+  assert_int_equal(json_array_size(json_object_get(
+                       json_object_get(json_object_get(json_object_get(
+                                           j, "spec"), "template"),
+                                       "spec"),
+                       "containers")),
+                   0);
+  json_decref(j);
+  /* An apply needs a fieldManager (ValidatePatchOptions). */
+  j = ssa("", body, 422);
+  assert_string_equal(str_at(j, "message", NULL),
+                      "PatchOptions.meta.k8s.io \"\" is invalid: "
+                      "fieldManager: Required value: is required for apply "
+                      "patch");
+  json_decref(j);
+  /* Every write's fieldManager is at most 128 bytes (ValidateFieldManager). */
+  {
+    char path[400];
+
+    snprintf(path, sizeof(path),
+             "/apis/gpuq.dev/v1alpha1/namespaces/default/gpujobs"
+             "?fieldManager=%0129d", 0);
+    j = call("POST", path, body, NULL, 422, NULL);
+    assert_string_equal(str_at(j, "message", NULL),
+                        "CreateOptions.meta.k8s.io \"\" is invalid: "
+                        "fieldManager: Too long: may not be more than 128 "
+                        "bytes");
+    json_decref(j);
+  }
+}
+
+static const char conflict_msg[] =
+    "Apply failed with 1 conflict: conflict with \"kubectl\" using "
+    "gpuq.dev/v1alpha1: .spec.priority";
+
+/* Field ownership between managers: an Update owns what it sets, another
+ * manager's Apply that changes it gets 409 unless forced, the same value
+ * is shared, and a status write records its subresource. */
+static void test_apply_conflicts(void **state)
+{
+  static const char prio9[] =
+      "{\"apiVersion\":\"gpuq.dev/v1alpha1\",\"kind\":\"GpuJob\","
+      "\"metadata\":{\"name\":\"own\"},\"spec\":{\"priority\":9}}";
+  char body[1024];
+  const json_t *c;
+  json_t *j;
+
+  (void)state;
+  snprintf(body, sizeof(body), job, "own", "");
+  json_decref(call("POST", "/apis/gpuq.dev/v1alpha1/namespaces/default/"
+                           "gpujobs?fieldManager=kubectl",
+                   body, NULL, 201, NULL));
+  json_decref(call("PATCH", "/apis/gpuq.dev/v1alpha1/namespaces/default/"
+                            "gpujobs/own?fieldManager=kubectl",
+                   "{\"spec\":{\"priority\":5}}",
+                   "application/merge-patch+json", 200, NULL));
+  j = apply_job("own", "?fieldManager=ops", prio9, 409);
+  assert_string_equal(str_at(j, "reason", NULL), "Conflict");
+  assert_string_equal(str_at(j, "message", NULL), conflict_msg);
+  c = json_array_get(json_object_get(json_object_get(j, "details"),
+                                     "causes"),
+                     0);
+  assert_string_equal(str_at(c, "reason", NULL), "FieldManagerConflict");
+  assert_string_equal(str_at(c, "message", NULL),
+                      "conflict with \"kubectl\" using gpuq.dev/v1alpha1");
+  assert_string_equal(str_at(c, "field", NULL), ".spec.priority");
+  json_decref(j);
+  /* force=true: ops takes .spec.priority over. */
+  j = apply_job("own", "?fieldManager=ops&force=true", prio9, 200);
+  assert_true(owns(j, "ops", "f:spec", "f:priority", NULL));
+  assert_false(owns(j, "kubectl", "f:spec", "f:priority", NULL));
+  assert_true(owns(j, "kubectl", "f:spec", "f:team", NULL));
+  json_decref(j);
+  /* The same value from a third manager: shared, no conflict. */
+  j = apply_job("own", "?fieldManager=peer", prio9, 200);
+  assert_true(owns(j, "peer", "f:spec", "f:priority", NULL));
+  assert_true(owns(j, "ops", "f:spec", "f:priority", NULL));
+  json_decref(j);
+  /* A status write records subresource status. */
+  j = call("PUT", "/apis/gpuq.dev/v1alpha1/namespaces/default/gpujobs/own/"
+                  "status?fieldManager=gpuq-controller",
+           "{\"metadata\":{\"name\":\"own\"},\"status\":{\"phase\":"
+           "\"Queued\"}}",
+           NULL, 200, NULL);
+  c = mf_entry(j, "gpuq-controller", "status");
+  assert_non_null(c);
+  assert_string_equal(str_at(c, "operation", NULL), "Update");
+  assert_non_null(json_object_get(json_object_get(json_object_get(c,
+                                                                  "fieldsV1"),
+                                                  "f:status"),
+                                  "f:phase"));
+  json_decref(j);
+  /* A client may clear them: [{}] resets (decodeLiveOrNew). */
+  j = call("PATCH", "/apis/gpuq.dev/v1alpha1/namespaces/default/gpujobs/own"
+                    "?fieldManager=reset",
+           "[{\"op\":\"replace\",\"path\":\"/metadata/managedFields\","
+           "\"value\":[{}]}]",
+           "application/json-patch+json", 200, NULL);
+  assert_null(json_object_get(json_object_get(j, "metadata"),
+                              "managedFields"));
+  json_decref(j);
+}
+
+/* The fieldsV1 of obj's entry of manager and subresource sub, or NULL. */
+static const json_t *v1_of(const json_t *obj, const char *manager,
+                           const char *sub)
+{
+  return json_object_get(mf_entry(obj, manager, sub), "fieldsV1");
+}
+
+/* A built-in kind's managedFields as kube-apiserver records them: a
+ * create's Update entry owns what it sent and the defaults the server
+ * applied (containers by name), not spec itself (the Go type's zero value
+ * has it) nor status (reset by the status subresource) nor the server's
+ * metadata; a status patch gets its own entry with subresource status and
+ * leaves the create's fieldsV1 as it was; an Update by another manager
+ * takes the field it changes; a create of the same shape records the same
+ * set. */
+static void test_pod_managed_fields(void **state)
+{
+  static const char pod[] =
+      "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":"
+      "\"%s\",\"labels\":{\"app\":\"x\"}},\"spec\":{\"nodeName\":\"none\","
+      "\"containers\":[{\"name\":\"a\",\"image\":\"repo/img\"}]}}";
+  const json_t *v1, *c, *e;
+  json_t *p, *q, *created;
+  char body[512];
+
+  (void)state;
+  snprintf(body, sizeof(body), pod, "mf1");
+  p = call("POST", "/api/v1/namespaces/default/pods?fieldManager=maker",
+           body, NULL, 201, NULL);
+  e = mf_entry(p, "maker", "");
+  assert_non_null(e);
+  assert_string_equal(str_at(e, "operation", NULL), "Update");
+  assert_string_equal(str_at(e, "apiVersion", NULL), "v1");
+  assert_string_equal(str_at(e, "fieldsType", NULL), "FieldsV1");
+  assert_null(json_object_get(e, "subresource"));
+  v1 = json_object_get(e, "fieldsV1");
+  assert_null(json_object_get(json_object_get(v1, "f:spec"), "."));
+  assert_null(json_object_get(v1, "f:status"));
+  assert_null(json_object_get(json_object_get(v1, "f:metadata"), "f:name"));
+  assert_non_null(json_object_get(json_object_get(json_object_get(
+                                      v1, "f:metadata"), "f:labels"), "."));
+  c = json_object_get(json_object_get(json_object_get(v1, "f:spec"),
+                                      "f:containers"),
+                      "k:{\"name\":\"a\"}");
+  assert_non_null(json_object_get(c, "."));
+  assert_non_null(json_object_get(c, "f:image"));
+  assert_non_null(json_object_get(c, "f:imagePullPolicy")); /* a default */
+  assert_non_null(json_object_get(json_object_get(v1, "f:spec"),
+                                  "f:restartPolicy"));
+  created = json_deep_copy(v1);
+  json_decref(p);
+  p = call("PATCH", "/api/v1/namespaces/default/pods/mf1/status"
+                    "?fieldManager=watcher",
+           "{\"status\":{\"message\":\"seen\"}}",
+           "application/merge-patch+json", 200, NULL);
+  v1 = v1_of(p, "watcher", "status");
+  assert_non_null(json_object_get(json_object_get(v1, "f:status"),
+                                  "f:message"));
+  assert_null(json_object_get(v1, "f:spec"));
+  assert_true(json_equal(v1_of(p, "maker", ""), created));
+  json_decref(p);
+  p = call("PATCH", "/api/v1/namespaces/default/pods/mf1?fieldManager=other",
+           "{\"metadata\":{\"labels\":{\"app\":\"y\"}}}",
+           "application/merge-patch+json", 200, NULL);
+  assert_non_null(json_object_get(json_object_get(json_object_get(
+                                      v1_of(p, "other", ""), "f:metadata"),
+                                                  "f:labels"),
+                                  "f:app"));
+  assert_null(json_object_get(json_object_get(json_object_get(
+                                  v1_of(p, "maker", ""), "f:metadata"),
+                                              "f:labels"),
+                              "f:app"));
+  json_decref(p);
+  snprintf(body, sizeof(body), pod, "mf2");
+  q = call("POST", "/api/v1/namespaces/default/pods?fieldManager=maker",
+           body, NULL, 201, NULL);
+  assert_true(json_equal(v1_of(q, "maker", ""), created));
+  json_decref(q);
+  json_decref(created);
+  json_decref(call("DELETE", "/api/v1/namespaces/default/pods/mf1", NULL,
+                   NULL, 200, NULL));
+  json_decref(call("DELETE", "/api/v1/namespaces/default/pods/mf2", NULL,
+                   NULL, 200, NULL));
 }
 
 static void test_events_two_views(void **state)
@@ -605,6 +870,8 @@ int main(void)
       cmocka_unit_test(test_generate_name_dry_run_preconditions),
       cmocka_unit_test(test_terminating_namespace),
       cmocka_unit_test(test_server_side_apply),
+      cmocka_unit_test(test_apply_conflicts),
+      cmocka_unit_test(test_pod_managed_fields),
       cmocka_unit_test(test_events_two_views),
       cmocka_unit_test(test_crd_created_through_api),
       cmocka_unit_test(test_bool_query),

@@ -3,7 +3,10 @@
  * get -w receiving a change, describe with events, delete, cordon and
  * uncordon, drain with eviction waiting on a PodDisruptionBudget, an
  * invalid GpuJob rejected naming the field, and strategic patches refused
- * on custom resources. Every kubectl run uses the sim's fresh --cache-dir. */
+ * on custom resources, server-side apply's field ownership (managedFields,
+ * a conflict, --force-conflicts, a status write, the upgrade from
+ * client-side apply). Every kubectl run uses
+ * the sim's fresh --cache-dir. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -114,6 +117,121 @@ static void test_apply_update(void **state)
   KUBECTL(&o, 0, NULL, "get", "gpujob", "edit-me", "-n", "research", "-o",
           "jsonpath={.spec.priority} {.metadata.generation}");
   assert_string_equal(o.out, "50 2");
+  gq_test_out_free(&o);
+}
+
+/* The line of `manager/subresource=fieldsV1` lines (ssa_owners()) for
+ * manager/sub, or fails. */
+static const char *owner_line(const char *text, const char *who, char *buf,
+                              size_t len)
+{
+  const char *p = strstr(text, who), *nl;
+
+  if (!p || (p != text && p[-1] != '\n'))
+    fail_msg("no managedFields entry '%s' in:\n%s", who, text);
+  nl = strchr(p, '\n');
+  snprintf(buf, len, "%.*s", nl ? (int)(nl - p) : (int)strlen(p), p);
+  return buf;
+}
+
+/* Every managedFields entry of GpuJob research/ssa, one a line. */
+static void ssa_owners(struct gq_test_out *o)
+{
+  KUBECTL(o, 0, NULL, "get", "gpujob", "ssa", "-n", "research",
+          "--show-managed-fields", "-o",
+          "jsonpath={range .metadata.managedFields[*]}{.manager}/"
+          "{.subresource}={.operation} {.fieldsV1}{\"\\n\"}{end}");
+}
+
+/* Server-side apply: managedFields recorded, another manager's change of
+ * an owned field refused as kube-apiserver refuses it, --force-conflicts
+ * moving the field, and a status write recorded with its subresource. */
+static void test_server_side_apply(void **state)
+{
+  static const char job[] =
+      "apiVersion: gpuq.dev/v1alpha1\n"
+      "kind: GpuJob\n"
+      "metadata: {name: ssa, namespace: research}\n"
+      "spec: {team: research, priority: %d, gpusPerReplica: 1,\n"
+      "       template: {spec: {containers: [{name: c, image: busybox}]}}}\n";
+  static const char other[] =
+      "apiVersion: gpuq.dev/v1alpha1\n"
+      "kind: GpuJob\n"
+      "metadata: {name: ssa, namespace: research}\n"
+      "spec: {priority: 9}\n";
+  char text[512], line[2048];
+  struct gq_test_out o;
+
+  (void)state;
+  snprintf(text, sizeof(text), job, 5);
+  KUBECTL(&o, 0, text, "apply", "--server-side", "-f", "-");
+  assert_has(o.out, "gpujob.gpuq.dev/ssa serverside-applied");
+  gq_test_out_free(&o);
+  ssa_owners(&o);
+  owner_line(o.out, "kubectl/=Apply", line, sizeof(line));
+  assert_has(line, "\"f:priority\":{}");
+  assert_has(line, "\"k:{\\\"name\\\":\\\"c\\\"}\"");
+  gq_test_out_free(&o);
+  KUBECTL(&o, 1, other, "apply", "--server-side", "--field-manager=ops",
+          "-f", "-");
+  assert_has(o.err, "Apply failed with 1 conflict: conflict with "
+                    "\"kubectl\": .spec.priority");
+  gq_test_out_free(&o);
+  KUBECTL(&o, 0, other, "apply", "--server-side", "--field-manager=ops",
+          "--force-conflicts", "-f", "-");
+  assert_has(o.out, "gpujob.gpuq.dev/ssa serverside-applied");
+  gq_test_out_free(&o);
+  ssa_owners(&o);
+  assert_has(owner_line(o.out, "ops/=Apply", line, sizeof(line)),
+             "\"f:priority\":{}");
+  if (strstr(owner_line(o.out, "kubectl/=Apply", line, sizeof(line)),
+             "f:priority"))
+    fail_msg("kubectl still owns .spec.priority: %s", line);
+  gq_test_out_free(&o);
+  KUBECTL(&o, 0, NULL, "patch", "gpujob", "ssa", "-n", "research",
+          "--subresource=status", "--type=merge", "-p",
+          "{\"status\":{\"phase\":\"Queued\"}}");
+  gq_test_out_free(&o);
+  ssa_owners(&o);
+  assert_has(owner_line(o.out, "kubectl-patch/status=Update", line,
+                        sizeof(line)),
+             "\"f:phase\":{}");
+  gq_test_out_free(&o);
+}
+
+/* From client-side to server-side apply, as on a real cluster: kubectl's
+ * own fields move to its server-side manager without a conflict, unless
+ * someone changed them since. */
+static void test_server_side_upgrade(void **state)
+{
+  static const char job[] =
+      "apiVersion: gpuq.dev/v1alpha1\n"
+      "kind: GpuJob\n"
+      "metadata: {name: csa, namespace: research}\n"
+      "spec: {team: research, priority: %d, gpusPerReplica: %d,\n"
+      "       template: {spec: {containers: [{name: c, image: busybox}]}}}\n";
+  char text[512];
+  struct gq_test_out o;
+
+  (void)state;
+  snprintf(text, sizeof(text), job, 5, 1);
+  KUBECTL(&o, 0, text, "apply", "-f", "-");
+  gq_test_out_free(&o);
+  snprintf(text, sizeof(text), job, 6, 1);
+  KUBECTL(&o, 0, text, "apply", "--server-side", "-f", "-");
+  assert_has(o.out, "gpujob.gpuq.dev/csa serverside-applied");
+  gq_test_out_free(&o);
+  KUBECTL(&o, 0, NULL, "patch", "gpujob", "csa", "-n", "research",
+          "--type=merge", "-p", "{\"spec\":{\"gpusPerReplica\":2}}");
+  gq_test_out_free(&o);
+  KUBECTL(&o, 1, text, "apply", "--server-side", "-f", "-");
+  assert_has(o.err, "Apply failed with 1 conflict: conflict with "
+                    "\"kubectl-patch\" using gpuq.dev/v1alpha1: "
+                    ".spec.gpusPerReplica");
+  gq_test_out_free(&o);
+  KUBECTL(&o, 0, NULL, "get", "gpujob", "csa", "-n", "research", "-o",
+          "jsonpath={.spec.priority} {.spec.gpusPerReplica}");
+  assert_string_equal(o.out, "6 2");
   gq_test_out_free(&o);
 }
 
@@ -300,6 +418,8 @@ int main(void)
       cmocka_unit_test(test_get_nodes),
       cmocka_unit_test(test_apply_examples),
       cmocka_unit_test(test_apply_update),
+      cmocka_unit_test(test_server_side_apply),
+      cmocka_unit_test(test_server_side_upgrade),
       cmocka_unit_test(test_get_queue_columns),
       cmocka_unit_test(test_watch_receives_change),
       cmocka_unit_test(test_describe_with_events),

@@ -622,6 +622,48 @@ static void test_decode_unterminated(void **state)
   assert_null(obj);
 }
 
+/* gq_json_drop_managed_fields() on (input, expected output) pairs: a watch
+ * event, a list, managedFields first, last, alone, with whitespace, a
+ * managedFields that is not metadata's (kept), strings holding braces,
+ * quotes and the key's text, and text that is not JSON (copied). */
+static void test_drop_managed_fields(void **state)
+{
+  static const char *const cases[][2] = {
+      {"{\"type\":\"ADDED\",\"object\":{\"kind\":\"Pod\",\"metadata\":{"
+       "\"name\":\"p\",\"managedFields\":[{\"manager\":\"m\",\"fieldsV1\":"
+       "{\"f:spec\":{\".\":{}}}}],\"uid\":\"u\"},\"spec\":{}}}",
+       "{\"type\":\"ADDED\",\"object\":{\"kind\":\"Pod\",\"metadata\":{"
+       "\"name\":\"p\",\"uid\":\"u\"},\"spec\":{}}}"},
+      {"{\"items\":[{\"metadata\":{\"managedFields\":[],\"name\":\"a\"}},"
+       "{\"metadata\":{\"name\":\"b\",\"managedFields\":[{}]}},"
+       "{\"metadata\":{\"managedFields\":null}}]}",
+       "{\"items\":[{\"metadata\":{\"name\":\"a\"}},{\"metadata\":{\"name\":"
+       "\"b\"}},{\"metadata\":{}}]}"},
+      {"{ \"metadata\" : { \"a\" : 1 , \"managedFields\" : [ 1, \"]}\" ] } }",
+       "{ \"metadata\" : { \"a\" : 1  } }"}, /* whitespace stays */
+      {"{\"spec\":{\"managedFields\":1},\"metadata\":{\"x\":"
+       "\"\\\"managedFields\\\":{\",\"labels\":{\"managedFields\":\"v\"}}}",
+       "{\"spec\":{\"managedFields\":1},\"metadata\":{\"x\":"
+       "\"\\\"managedFields\\\":{\",\"labels\":{\"managedFields\":\"v\"}}}"},
+      {"{\"metadata\":{\"managedFields\":[{\"a\":\"}\"}],\"b\":2}}",
+       "{\"metadata\":{\"b\":2}}"},
+      {"not json {\"metadata\":{\"managedFields", "not json {\"metadata\":{\"managedFields"},
+      {"", ""},
+  };
+
+  (void)state;
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    size_t len = strlen(cases[i][0]), n;
+    char *out = malloc(len + 1);
+
+    n = gq_json_drop_managed_fields(cases[i][0], len, out);
+    out[n] = '\0';
+    if (strcmp(out, cases[i][1]) != 0)
+      fail_msg("case %zu:\n got  %s\n want %s", i, out, cases[i][1]);
+    free(out);
+  }
+}
+
 static void test_watch_type_name(void **state)
 {
   (void)state;
@@ -1274,6 +1316,7 @@ static void test_watch_timeout(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_drop_managed_fields),
       cmocka_unit_test(test_fixture_reference),
       cmocka_unit_test(test_fixture_every_split),
       cmocka_unit_test(test_fixture_crlf),
