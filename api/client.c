@@ -51,6 +51,7 @@ struct kreq {
   int idempotent, attempt, reauth;
   enum gq_kclient_prio prio;
   int no_body;               /* a 2xx body is not parsed (obj NULL) */
+  int drop_mf;               /* parsed without metadata.managedFields */
   int queued;                /* in c->qh[prio] */
   int on_wire;               /* counted in c->inflight */
   void (*sent)(void *arg);   /* not yet called; NULL once it has been */
@@ -265,8 +266,17 @@ static void on_done(int rc, long status, const char *body, size_t len,
   if (rc == 0) {
     /* parsed once, for the Status and the callback; not at all for a
      * success whose caller said it ignores the body */
-    if (len && !(r->no_body && status >= 200 && status < 300))
+    int ok = status >= 200 && status < 300;
+
+    if (len && r->drop_mf && ok) {
+      char *cut = gq_xmalloc(len);
+
+      obj = json_loadb(cut, gq_json_drop_managed_fields(body, len, cut), 0,
+                       NULL);
+      free(cut);
+    } else if (len && !(r->no_body && ok)) {
       obj = json_loadb(body, len, 0, NULL);
+    }
     rc = gq_status_decode_doc(status, body, len, obj, &st);
   } else {
     transport_message(r, rc, err, &st);
@@ -431,6 +441,7 @@ static struct kreq *new_req(struct gq_kclient *c, const char *method,
   r->prio = how && how->prio >= 0 && how->prio < GQ_KPRIO_N ? how->prio
                                                           : GQ_KPRIO_NORMAL;
   r->no_body = how && how->no_body;
+  r->drop_mf = how && how->drop_managed_fields;
   r->sent = how ? how->sent : NULL;
   r->method = gq_xstrdup(method);
   r->url = gq_xasprintf("%s%s", c->cfg->server, path);
@@ -621,6 +632,7 @@ int gq_kclient_event_how(struct gq_kclient *c, const json_t *obj,
 struct lister {
   struct gq_kclient *c;
   char *base;         /* path?selectors&limit=N */
+  struct gq_kclient_call how; /* NORMAL, managedFields dropped or not */
   gq_kclient_page_cb page;
   void *arg;
 };
@@ -651,7 +663,8 @@ static void on_page(int rc, const struct gq_k8s_status *st, const json_t *obj,
     gq_buf_init(&b, 1u << 20);
     gq_buf_puts(&b, l->base);
     query_add(&b, "continue", cont);
-    rc = gq_kclient_get(l->c, gq_buf_str(&b), on_page, l);
+    rc = gq_kclient_request_how(l->c, "GET", gq_buf_str(&b), NULL, NULL,
+                                &l->how, on_page, l);
     gq_buf_release(&b);
     if (rc == 0)
       return;
@@ -666,7 +679,8 @@ static void on_page(int rc, const struct gq_k8s_status *st, const json_t *obj,
 int gq_kclient_list_pages(struct gq_kclient *c, const char *path,
                           const char *label_selector,
                           const char *field_selector, long limit,
-                          gq_kclient_page_cb page, void *arg)
+                          int drop_managed_fields, gq_kclient_page_cb page,
+                          void *arg)
 {
   struct lister *l = gq_xcalloc(1, sizeof(*l));
   struct gq_buf b;
@@ -685,7 +699,10 @@ int gq_kclient_list_pages(struct gq_kclient *c, const char *path,
   l->base = gq_buf_take(&b);
   l->page = page;
   l->arg = arg;
-  rc = gq_kclient_get(c, l->base, on_page, l);
+  l->how.prio = GQ_KPRIO_NORMAL;
+  l->how.drop_managed_fields = drop_managed_fields;
+  rc = gq_kclient_request_how(c, "GET", l->base, NULL, NULL, &l->how, on_page,
+                              l);
   if (rc != 0) {
     free(l->base);
     free(l);
@@ -734,7 +751,7 @@ int gq_kclient_list(struct gq_kclient *c, const char *path,
   g->items = json_array();
   g->cb = cb;
   g->arg = arg;
-  rc = gq_kclient_list_pages(c, path, label_selector, field_selector, limit,
+  rc = gq_kclient_list_pages(c, path, label_selector, field_selector, limit, 0,
                              gather_page, g);
   if (rc != 0) {
     json_decref(g->items);

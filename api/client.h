@@ -71,6 +71,9 @@ struct gq_kclient_call {
    * end of the caller's own latency, before the server's. Never after the
    * request's callback. */
   void (*sent)(void *arg);
+  int drop_managed_fields; /* a 2xx body is parsed without its
+                              metadata.managedFields members, cut from the
+                              text first (gq_json_drop_managed_fields()) */
 };
 
 /* The outcome of a call: rc 0, or a negative GQ_E* (GQ_ENOTFOUND,
@@ -180,12 +183,15 @@ typedef void (*gq_kclient_page_cb)(int rc, const struct gq_k8s_status *st,
 
 /* Lists a collection page by page as gq_kclient_list() does, handing each
  * page to the callback as it arrives (so that only one page's JSON is held
- * at a time: an informer of 100k objects). Returns 0 or the error of the
- * first request (then the callback is never called). */
+ * at a time: an informer of 100k objects). drop_managed_fields: the pages
+ * are parsed without the items' metadata.managedFields (informers never
+ * read them; gq_kclient_call). Returns 0 or the error of the first request
+ * (then the callback is never called). */
 int gq_kclient_list_pages(struct gq_kclient *c, const char *path,
                           const char *label_selector,
                           const char *field_selector, long limit,
-                          gq_kclient_page_cb page, void *arg);
+                          int drop_managed_fields, gq_kclient_page_cb page,
+                          void *arg);
 
 /* A watch event: type and object (borrowed, valid during the call). */
 typedef void (*gq_kwatch_event_cb)(enum gq_watch_type type, const json_t *obj,

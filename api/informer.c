@@ -321,7 +321,8 @@ static void relist(struct gq_informer *inf)
   inf->listing = 1;
   inf->list_gen++;
   if (gq_kclient_list_pages(inf->c, inf->o.path, inf->o.label_selector,
-                            inf->o.field_selector, 500, on_page, inf) != 0) {
+                            inf->o.field_selector, 500, 1, on_page,
+                            inf) != 0) {
     inf->listing = 0;
     retry_later(inf, 1);
   }

@@ -13,7 +13,8 @@
  * handler (client-go's TransformStripManagedFields: no controller reads
  * field ownership, and it is often the largest part of a pod); a watch
  * event's managedFields are cut from its text before it is parsed
- * (gq_json_drop_managed_fields()), a listed page's after.
+ * and a listed page's from its text before it is parsed
+ * (gq_json_drop_managed_fields()).
  *
  * Lists are read page by page (500 objects), each page stored as it
  * arrives, so that only one page's JSON is held at a time; objects the list

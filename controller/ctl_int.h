@@ -359,12 +359,12 @@ struct ctl {
  * writes that start or stop work (pods, Services, finalizers) go first,
  * reports (status, events, TeamQuota status) last; none of these callers
  * reads the body of a success. */
-#define CTL_WORK (&(const struct gq_kclient_call){GQ_KPRIO_HIGH, 1, NULL})
-#define CTL_REPORT (&(const struct gq_kclient_call){GQ_KPRIO_LOW, 1, NULL})
+#define CTL_WORK (&(const struct gq_kclient_call){GQ_KPRIO_HIGH, 1, NULL, 0})
+#define CTL_REPORT (&(const struct gq_kclient_call){GQ_KPRIO_LOW, 1, NULL, 0})
 /* A job's final status (Succeeded, Failed): ahead of the other reports,
  * which wait for the API client's token bucket to hold a tenth of its
  * burst while pod writes drain it (api/client.h), behind pod writes. */
-#define CTL_FINAL (&(const struct gq_kclient_call){GQ_KPRIO_NORMAL, 1, NULL})
+#define CTL_FINAL (&(const struct gq_kclient_call){GQ_KPRIO_NORMAL, 1, NULL, 0})
 
 /* store.c: the records and their lookups (no I/O) */
 /* The job record of uid, or NULL (borrowed: freed by jobs_forget). */

@@ -402,7 +402,7 @@ static void service_done(int rc, const struct gq_k8s_status *st,
  * its mark brings tears the attempt down. */
 void jobs_create_pods(struct ctl *c, struct cjob *cj)
 {
-  static const struct gq_kclient_call how = {GQ_KPRIO_HIGH, 1, pod_sent};
+  static const struct gq_kclient_call how = {GQ_KPRIO_HIGH, 1, pod_sent, 0};
   const struct gq_gpujob *j = ctl_job_spec(c, cj);
   char coll[400], name[GQ_POD_NAME_MAX + 1];
 

@@ -685,10 +685,10 @@ static unsigned run_all(struct gq_kclient *c, struct ordered *o, int n,
  * body parsing gives no object; an error is still decoded. */
 static void test_priorities_and_window(void **state)
 {
-  static const struct gq_kclient_call low = {GQ_KPRIO_LOW, 0, on_sent},
-                                      high = {GQ_KPRIO_HIGH, 0, on_sent},
-                                      normal = {GQ_KPRIO_NORMAL, 0, on_sent},
-                                      nobody = {GQ_KPRIO_NORMAL, 1, NULL};
+  static const struct gq_kclient_call low = {GQ_KPRIO_LOW, 0, on_sent, 0},
+                                      high = {GQ_KPRIO_HIGH, 0, on_sent, 0},
+                                      normal = {GQ_KPRIO_NORMAL, 0, on_sent, 0},
+                                      nobody = {GQ_KPRIO_NORMAL, 1, NULL, 0};
   struct gq_kubeconfig cfg;
   struct gq_kclient_opts o1 = {.qps = 20, .burst = 1};
   struct gq_kclient_opts o2 = {.qps = -1, .max_inflight = 1};
