@@ -1188,21 +1188,32 @@ void gq_schema_report_release(struct gq_schema_report *rep)
   gq_schema_report_init(rep);
 }
 
+/* The checks both entry points make before a walk, and *w made ready:
+ * 0, GQ_EINVAL (an argument missing) or GQ_ETOOBIG (checked up front so
+ * that a too-deep object is refused untouched). */
+static int walk_begin(struct walk *w, const json_t *schema, const json_t *obj,
+                      struct gq_schema_report *rep)
+{
+  if (rep)
+    gq_schema_report_init(rep);
+  if (!schema || !obj || !rep)
+    return GQ_EINVAL;
+  if (nesting_over(obj, 1))
+    return GQ_ETOOBIG;
+  memset(w, 0, sizeof(*w));
+  w->rep = rep;
+  return 0;
+}
+
 int gq_schema_process(const json_t *schema, json_t *obj, int prune,
                       struct gq_schema_report *rep)
 {
   struct walk w;
   size_t i;
+  int rc = walk_begin(&w, schema, obj, rep);
 
-  if (rep)
-    gq_schema_report_init(rep);
-  if (!schema || !obj || !rep)
-    return GQ_EINVAL;
-  /* Checked up front so that a too-deep object is refused untouched. */
-  if (nesting_over(obj, 1))
-    return GQ_ETOOBIG;
-  memset(&w, 0, sizeof w);
-  w.rep = rep;
+  if (rc != 0)
+    return rc;
   /* Pruning first, so that an unknown field is neither defaulted into nor
    * validated; defaults before validation, so that a default is checked
    * like a value the user wrote (the apiserver validates defaults when the
@@ -1225,15 +1236,10 @@ int gq_schema_prune(const json_t *schema, const json_t *defs, json_t *obj,
                     struct gq_schema_report *rep)
 {
   struct walk w;
+  int rc = walk_begin(&w, schema, obj, rep);
 
-  if (rep)
-    gq_schema_report_init(rep);
-  if (!schema || !obj || !rep)
-    return GQ_EINVAL;
-  if (nesting_over(obj, 1))
-    return GQ_ETOOBIG;
-  memset(&w, 0, sizeof w);
-  w.rep = rep;
+  if (rc != 0)
+    return rc;
   w.defs = defs;
   prune_node(&w, obj, schema, 1);
   if (w.rc != 0)

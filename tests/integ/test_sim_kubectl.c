@@ -37,12 +37,7 @@ static int group_teardown(void **state)
 /* Runs kubectl and fails the test unless it exits with want_status;
  * returns the output (caller frees with gq_test_out_free). */
 #define KUBECTL(o, want, stdin_text, ...)                                    \
-  do {                                                                       \
-    gq_test_kubectl(&sim, (o), (stdin_text), __VA_ARGS__, NULL);             \
-    if ((o)->status != (want))                                               \
-      fail_msg("kubectl exit %d (want %d)\nstdout: %s\nstderr: %s",          \
-               (o)->status, (want), (o)->out, (o)->err);                     \
-  } while (0)
+  GQ_TEST_KUBECTL(&sim, (o), (want), (stdin_text), __VA_ARGS__)
 
 static void assert_has(const char *text, const char *needle)
 {

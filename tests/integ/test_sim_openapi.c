@@ -60,18 +60,7 @@ static int group_teardown(void **state)
 }
 
 #define KUBECTL(s, o, want, ...)                                             \
-  do {                                                                       \
-    gq_test_kubectl((s), (o), NULL, __VA_ARGS__, NULL);                      \
-    if ((o)->status != (want))                                               \
-      fail_msg("kubectl exit %d (want %d)\nstdout: %s\nstderr: %s",          \
-               (o)->status, (want), (o)->out, (o)->err);                     \
-  } while (0)
-
-static void assert_has(const char *text, const char *needle)
-{
-  if (!strstr(text, needle))
-    fail_msg("missing '%s' in:\n%s", needle, text);
-}
+  GQ_TEST_KUBECTL((s), (o), (want), NULL, __VA_ARGS__)
 
 static void assert_lacks(const char *text, const char *needle)
 {
@@ -111,7 +100,7 @@ static void test_explain(void **state)
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     KUBECTL(&sim, &o, 0, "explain", cases[i].what);
     for (size_t j = 0; j < 3; j++)
-      assert_has(o.out, cases[i].want[j]);
+      gq_test_assert_has(o.out, cases[i].want[j]);
     gq_test_out_free(&o);
   }
 }
@@ -134,9 +123,9 @@ static void test_apply_list(void **state)
            "  spec: {namespaces: [l-team], resources: [{flavor: '*', "
            "nominal: 8}]}\n");
   KUBECTL(&sim, &o, 0, "apply", "-f", path);
-  assert_has(o.out, "configmap/l1 created");
-  assert_has(o.out, "priorityclass.scheduling.k8s.io/l-pc created");
-  assert_has(o.out, "teamquota.gpuq.dev/l-team created");
+  gq_test_assert_has(o.out, "configmap/l1 created");
+  gq_test_assert_has(o.out, "priorityclass.scheduling.k8s.io/l-pc created");
+  gq_test_assert_has(o.out, "teamquota.gpuq.dev/l-team created");
   gq_test_out_free(&o);
   /* kubectl's own validation, from /openapi/v2, finds the unknown field */
   manifest(path, sizeof(path), "list-bad.yaml",
@@ -144,7 +133,7 @@ static void test_apply_list(void **state)
            "- apiVersion: v1\n  kind: ConfigMap\n"
            "  metadata: {name: l2, namespace: default}\n  bogus: 1\n");
   KUBECTL(&sim, &o, 1, "apply", "-f", path);
-  assert_has(o.err, "unknown field \"bogus\" in io.k8s.api.core.v1.ConfigMap");
+  gq_test_assert_has(o.err, "unknown field \"bogus\" in io.k8s.api.core.v1.ConfigMap");
   gq_test_out_free(&o);
   KUBECTL(&sim, &o, 1, "get", "configmap", "l2", "-n", "default");
   gq_test_out_free(&o);
@@ -162,16 +151,16 @@ static void test_unknown_fields_kubectl(void **state)
            "metadata: {name: u1, namespace: default}\n"
            "data: {k: v}\nfoo: 1\n");
   KUBECTL(&sim, &o, 1, "apply", "-f", path);
-  assert_has(o.err, "ConfigMap in version \"v1\" cannot be handled as a "
+  gq_test_assert_has(o.err, "ConfigMap in version \"v1\" cannot be handled as a "
                     "ConfigMap: strict decoding error: unknown field \"foo\"");
   gq_test_out_free(&o);
   KUBECTL(&sim, &o, 0, "create", "--validate=warn", "-f", path);
-  assert_has(o.err, "Warning: unknown field \"foo\"");
-  assert_has(o.out, "configmap/u1 created");
+  gq_test_assert_has(o.err, "Warning: unknown field \"foo\"");
+  gq_test_assert_has(o.out, "configmap/u1 created");
   gq_test_out_free(&o);
   KUBECTL(&sim, &o, 0, "get", "configmap", "u1", "-n", "default", "-o",
           "json");
-  assert_has(o.out, "\"k\": \"v\"");
+  gq_test_assert_has(o.out, "\"k\": \"v\"");
   assert_lacks(o.out, "foo");
   gq_test_out_free(&o);
 }
@@ -206,16 +195,16 @@ static void test_unknown_fields_http(void **state)
   /* no fieldValidation: kube-apiserver's default, Warn */
   snprintf(body, sizeof(body), pod, "uw");
   assert_int_equal(post("/api/v1/namespaces/default/pods", body, &r), 201);
-  assert_has(r.headers,
+  gq_test_assert_has(r.headers,
              "Warning: 299 - \"unknown field \\\"spec.containers[0].bad\\\"\"");
-  assert_has(r.headers, "Warning: 299 - \"unknown field \\\"spec.foo\\\"\"");
+  gq_test_assert_has(r.headers, "Warning: 299 - \"unknown field \\\"spec.foo\\\"\"");
   assert_lacks(r.body, "\"foo\"");
   assert_lacks(r.body, "\"bad\"");
   gq_test_http_resp_free(&r);
   snprintf(body, sizeof(body), pod, "us");
   assert_int_equal(post("/api/v1/namespaces/default/pods?fieldValidation="
                         "Strict", body, &r), 400);
-  assert_has(r.body, "Pod in version \\\"v1\\\" cannot be handled as a Pod: "
+  gq_test_assert_has(r.body, "Pod in version \\\"v1\\\" cannot be handled as a Pod: "
                      "strict decoding error: unknown field \\\"spec.containers"
                      "[0].bad\\\", unknown field \\\"spec.foo\\\"");
   gq_test_http_resp_free(&r);
@@ -228,12 +217,12 @@ static void test_unknown_fields_http(void **state)
   snprintf(body, sizeof(body), pod, "ub");
   assert_int_equal(post("/api/v1/namespaces/default/pods?fieldValidation="
                         "Loose", body, &r), 400);
-  assert_has(r.body, "fieldValidation: Unsupported value: \\\"Loose\\\"");
+  gq_test_assert_has(r.body, "fieldValidation: Unsupported value: \\\"Loose\\\"");
   gq_test_http_resp_free(&r);
   /* custom resources share the rule: Warn by default */
   assert_int_equal(post("/apis/gpuq.dev/v1alpha1/namespaces/default/gpujobs",
                         job, &r), 201);
-  assert_has(r.headers, "Warning: 299 - \"unknown field \\\"spec.extra\\\"\"");
+  gq_test_assert_has(r.headers, "Warning: 299 - \"unknown field \\\"spec.extra\\\"\"");
   assert_lacks(r.body, "extra");
   gq_test_http_resp_free(&r);
 }
@@ -300,7 +289,7 @@ static void test_openapi_docs(void **state)
   json_decref(doc);
   snprintf(url, sizeof(url), "%s/openapi/v2", sim.url);
   assert_int_equal(gq_test_http_ex("GET", url, NULL, NULL, pb, &r), 200);
-  assert_has(r.headers, "Content-Type: application/com.github.proto-openapi."
+  gq_test_assert_has(r.headers, "Content-Type: application/com.github.proto-openapi."
                         "spec.v2.v1.0+protobuf");
   assert_true(r.len > 100000 && !memcmp(r.body, "\x0a\x03" "2.0", 5));
   gq_test_http_resp_free(&r);
@@ -369,16 +358,16 @@ static void test_without_definitions(void **state)
   json_decref(doc);
   gq_test_http_resp_free(&r);
   KUBECTL(&bare, &o, 0, "explain", "gpujobs.spec");
-  assert_has(o.out, "gpusPerReplica");
+  gq_test_assert_has(o.out, "gpusPerReplica");
   gq_test_out_free(&o);
   gq_test_kubectl(&bare, &o, NULL, "explain", "pods", NULL);
   assert_int_not_equal(o.status, 0);
   gq_test_out_free(&o);
   log = gq_test_read_file(bare.log, NULL);
   assert_non_null(log);
-  assert_has(log, "no OpenAPI schemas for the built-in kinds: cannot read "
+  gq_test_assert_has(log, "no OpenAPI schemas for the built-in kinds: cannot read "
                   "'/nonexistent/defs.json'");
-  assert_has(log, "serving OpenAPI for the CRDs only");
+  gq_test_assert_has(log, "serving OpenAPI for the CRDs only");
   free(log);
   assert_int_equal(gq_test_sim_stop(&bare), 0);
 }

@@ -67,6 +67,16 @@ int gq_test_kubectl_plugin(const struct gq_test_sim *s, struct gq_test_out *o,
                (o)->status, (want), (o)->out, (o)->err);                     \
   } while (0)
 
+/* gq_test_kubectl(sim, o, stdin_text, args...) that fails the running
+ * cmocka test, showing both outputs, unless kubectl exits with want. */
+#define GQ_TEST_KUBECTL(sim, o, want, stdin_text, ...)                       \
+  do {                                                                       \
+    gq_test_kubectl((sim), (o), (stdin_text), __VA_ARGS__, NULL);            \
+    if ((o)->status != (want))                                               \
+      fail_msg("kubectl exit %d (want %d)\nstdout: %s\nstderr: %s",          \
+               (o)->status, (want), (o)->out, (o)->err);                     \
+  } while (0)
+
 /* Fails the running cmocka test unless text contains needle. */
 void gq_test_assert_has(const char *text, const char *needle);
 
