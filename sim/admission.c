@@ -277,6 +277,7 @@ static int apply_response_patch(struct admit_ctx *c, const json_t *resp,
   json_decref(ops);
   json_decref(c->obj);
   c->obj = out;
+  c->r.mutated = 1;
   return 0;
 }
 
@@ -412,11 +413,27 @@ static void call_next(struct admit_ctx *c)
   ctx_free(c);
 }
 
+/* 1 if a webhook configuration of 'plural' is stored. */
+static int any_config(struct gq_sim *s, const char *plural)
+{
+  struct gq_sim_kind *k = gq_sim_kind_find(s, "admissionregistration.k8s.io",
+                                           "v1", plural);
+
+  return k && k->objs;
+}
+
 void gq_sim_admit(struct gq_sim_req *r, const char *op, const json_t *old,
                   json_t *obj, gq_sim_admit_cb cb, void *arg)
 {
-  struct admit_ctx *c = gq_xcalloc(1, sizeof(*c));
+  struct admit_ctx *c;
 
+  r->mutated = 0;
+  if (!any_config(r->s, "mutatingwebhookconfigurations") &&
+      !any_config(r->s, "validatingwebhookconfigurations")) {
+    cb(r, obj, arg); /* nothing to call: no copy, no wait */
+    return;
+  }
+  c = gq_xcalloc(1, sizeof(*c));
   c->r = *r;
   snprintf(c->op, sizeof(c->op), "%s", op);
   c->old = gq_sim_copy(old);
@@ -431,7 +448,7 @@ void gq_sim_admit(struct gq_sim_req *r, const char *op, const json_t *old,
     c->hooks = collect(c, "validatingwebhookconfigurations");
     if (json_array_size(c->hooks) == 0) {
       c->obj = NULL;
-      cb(r, obj, arg); /* nothing to call: no copy, no wait */
+      cb(r, obj, arg); /* nothing matches: no wait */
       ctx_free(c);
       return;
     }

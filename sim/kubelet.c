@@ -110,6 +110,31 @@ static void account(struct gq_sim_engine *e, const json_t *pod, int sign)
 
 /* --- observing the store --- */
 
+/* 1 if an update from old to obj leaves what the accounting reads as it
+ * was: the spec (node, requests), the phase (gq_pod_holds_resources) and
+ * the labels (team, job, attempt). Most pod updates are the kubelet's
+ * status writes, and each decode costs more than these compares. */
+static int same_holding(const json_t *old, const json_t *obj)
+{
+  static const char *const parts[][2] = {
+      {"status", "phase"}, {"spec", NULL}, {"metadata", "labels"}};
+
+  if (!old || !obj)
+    return 0;
+  for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+    const json_t *a = json_object_get(old, parts[i][0]);
+    const json_t *b = json_object_get(obj, parts[i][0]);
+
+    if (parts[i][1]) {
+      a = json_object_get(a, parts[i][1]);
+      b = json_object_get(b, parts[i][1]);
+    }
+    if (a != b && json_equal(a, b) != 1)
+      return 0;
+  }
+  return 1;
+}
+
 static void on_kick(uv_timer_t *t);
 
 static void mark_dirty(struct gq_sim_engine *e, const char *key)
@@ -164,9 +189,11 @@ void gq_sim_engine_observe(struct gq_sim *s, const struct gq_sim_event *ev,
   if (!e || e->closing || *k->group)
     goto other;
   if (!strcmp(k->plural, "pods")) {
-    account(e, ev->old, -1);
-    gq_sim_check_account(s, ev->old, -1);
-    if (ev->type != GQ_EV_DELETED) {
+    if (ev->type == GQ_EV_DELETED || !same_holding(ev->old, ev->obj)) {
+      account(e, ev->old, -1);
+      gq_sim_check_account(s, ev->old, -1);
+    }
+    if (ev->type != GQ_EV_DELETED && !same_holding(ev->old, ev->obj)) {
       account(e, ev->obj, +1);
       gq_sim_check_account(s, ev->obj, +1);
     }

@@ -26,6 +26,11 @@ struct gq_sim_req {
    * refusal through this instead of an answer; arg is admission's. */
   void (*refused)(struct gq_sim_req *r, int code, const char *msg,
                   void *arg);
+  /* Set by gq_sim_admit(): 1 once a mutating webhook's patch changed the
+   * object, which must then be decoded and validated again; 0 when no
+   * webhook changed it (it was validated before admission, so the
+   * callback need not validate it twice). */
+  int mutated;
 };
 
 /* "pods" or "gpujobs.gpuq.dev", as Status messages name resources. */
