@@ -60,6 +60,7 @@ struct gq_http_stream {
   struct gq_httpd *h;
   struct MHD_Connection *conn;
   struct gq_buf out;
+  size_t out_off; /* bytes at the front of out already handed to MHD */
   int suspended, closing, gone;
   gq_http_stream_gone_cb gone_cb;
   void *arg;
@@ -194,10 +195,18 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
   size_t n;
 
   (void)pos;
-  if (s->out.len) {
-    n = s->out.len < max ? s->out.len : max;
-    memcpy(buf, s->out.data, n);
-    gq_buf_consume(&s->out, n);
+  if (s->out.len > s->out_off) {
+    n = s->out.len - s->out_off;
+    n = n < max ? n : max;
+    memcpy(buf, s->out.data + s->out_off, n);
+    /* sent bytes are dropped when all are sent, or compacted once they
+     * are half the buffer (a watch that falls behind holds megabytes, and
+     * moving the rest after every 64 KiB read was quadratic) */
+    s->out_off += n;
+    if (s->out_off == s->out.len || s->out_off * 2 >= s->out.len) {
+      gq_buf_consume(&s->out, s->out_off);
+      s->out_off = 0;
+    }
     return (ssize_t)n;
   }
   if (s->closing || s->h->closing)
