@@ -4,9 +4,11 @@
  * hand: prune_node(), default_node() and validate_node(), run in that order
  * because that is the apiserver's order (a pruned field is neither defaulted
  * nor validated, and a default is validated like a value the user wrote).
- * The walks share a struct walk holding the current field path, the report
- * being filled and a small cache of compiled patterns: a list of 1,000
- * namespaces would otherwise compile the same pattern 1,000 times.
+ * The walks share a struct walk holding the current field path and the
+ * report being filled. Compiled patterns are kept for the process (one
+ * regex per distinct pattern text, re_cache below): every write of a
+ * GpuJob validates the same patterns, and compiling them for each walk
+ * was a sixth of gpuq-sim's instructions in a trace replay.
  *
  * Object keys are visited in sorted order (bytewise, as Go sorts strings) so
  * that causes and unknown paths come out in the same order on every run;
@@ -26,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <uthash.h>
+
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/err.h"
@@ -41,8 +45,8 @@
 #define PATH_BYTES 1024
 /* Longest rendering of a bad value inside a message. */
 #define VALUE_BYTES 320
-/* Distinct patterns compiled once per call; more are compiled per use. */
-#define RE_CACHE_SIZE 16
+/* Distinct patterns kept compiled; more are compiled per use. */
+#define RE_CACHE_MAX 4096
 #define RE_FLAGS (REG_EXTENDED | REG_NOSUB)
 /* Largest integer a float64 holds exactly: swag.IsFloat64AJSONInteger's
  * bound for "an integral real counts as an integer". */
@@ -61,10 +65,13 @@ struct path {
   size_t len;
 };
 
+/* A compiled pattern, keyed by its text (a copy: schemas come and go
+ * with their CRDs, the text stays the same). */
 struct re_slot {
-  const char *pattern; /* borrowed from the schema */
-  regex_t re;          /* valid only when rc == 0 */
-  int rc;              /* regcomp()'s result */
+  char *pattern;
+  regex_t re; /* valid only when rc == 0 */
+  int rc;     /* regcomp()'s result */
+  UT_hash_handle hh;
 };
 
 struct walk {
@@ -73,8 +80,6 @@ struct walk {
   size_t unknown_alloc;
   struct path path; /* of the value being visited; "" for the object */
   int rc;           /* sticky GQ_ETOOBIG once a walk went too deep */
-  struct re_slot re[RE_CACHE_SIZE];
-  size_t n_re;
   const json_t *defs; /* "$ref" targets (gq_schema_prune), or NULL */
 };
 
@@ -308,18 +313,17 @@ static const char *type_name(const json_t *v)
 
 /* --- paths ------------------------------------------------------------ */
 
-/* Appends to the path; returns the old length for path_pop(). */
-__attribute__((format(printf, 2, 3))) static size_t
-path_push(struct path *p, const char *fmt, ...)
+/* Appends n bytes of s to the path, cut to fit (every walk step pushes,
+ * so this stays clear of printf); returns the old length for path_pop(). */
+static size_t path_put(struct path *p, const char *s, size_t n)
 {
   size_t old = p->len;
-  struct sb b = {p->buf, sizeof p->buf, p->len};
-  va_list ap;
 
-  va_start(ap, fmt);
-  sb_vprintf(&b, fmt, ap);
-  va_end(ap);
-  p->len = b.len;
+  if (n > sizeof p->buf - 1 - p->len)
+    n = sizeof p->buf - 1 - p->len;
+  memcpy(p->buf + p->len, s, n);
+  p->len += n;
+  p->buf[p->len] = '\0';
   return old;
 }
 
@@ -327,12 +331,20 @@ path_push(struct path *p, const char *fmt, ...)
  * o.Path + "." + name (with the leading dot trimmed) agree on this form. */
 static size_t path_key(struct path *p, const char *key)
 {
-  return p->len ? path_push(p, ".%s", key) : path_push(p, "%s", key);
+  size_t old = p->len;
+
+  if (p->len)
+    path_put(p, ".", 1);
+  path_put(p, key, strlen(key));
+  return old;
 }
 
 static size_t path_index(struct path *p, size_t i)
 {
-  return path_push(p, "[%zu]", i);
+  char buf[24];
+  int n = snprintf(buf, sizeof buf, "[%zu]", i);
+
+  return path_put(p, buf, n > 0 ? (size_t)n : 0);
 }
 
 static void path_pop(struct path *p, size_t old)
@@ -745,41 +757,52 @@ static int check_type(struct walk *w, const json_t *v, const json_t *s)
   return ok;
 }
 
-/* Compiles pat once per walk; *re is the expression (valid when the result
- * is 0). With the cache full it is compiled into 'spare' and *re == spare:
- * the caller then regfree()s it after a 0 result. */
-static int regex_get(struct walk *w, const char *pat, regex_t **re,
-                     regex_t *spare)
+/* The process's compiled patterns (the sim is single-threaded; regexec()
+ * on a compiled pattern does not change it). Kept until exit: at most
+ * RE_CACHE_MAX, one per distinct pattern text of the loaded schemas. */
+static struct re_slot *re_cache;
+
+/* Compiles pat once per process; *re is the expression (valid when the
+ * result is 0). With the cache full it is compiled into 'spare' and
+ * *re == spare: the caller then regfree()s it after a 0 result. */
+static int regex_get(const char *pat, regex_t **re, regex_t *spare)
 {
   struct re_slot *slot;
-  size_t i;
 
-  for (i = 0; i < w->n_re; i++) {
-    if (!strcmp(w->re[i].pattern, pat)) {
-      *re = &w->re[i].re;
-      return w->re[i].rc;
-    }
+  HASH_FIND_STR(re_cache, pat, slot);
+  if (slot) {
+    *re = &slot->re;
+    return slot->rc;
   }
-  if (w->n_re == RE_CACHE_SIZE) {
+  if (HASH_COUNT(re_cache) >= RE_CACHE_MAX) {
     *re = spare;
     return regcomp(spare, pat, RE_FLAGS);
   }
-  slot = &w->re[w->n_re++];
-  slot->pattern = pat;
+  slot = gq_xcalloc(1, sizeof(*slot));
+  slot->pattern = gq_xstrdup(pat);
   slot->rc = regcomp(&slot->re, pat, RE_FLAGS);
+  HASH_ADD_KEYPTR(hh, re_cache, slot->pattern, strlen(slot->pattern), slot);
   *re = &slot->re;
   return slot->rc;
 }
 
-static void check_pattern(struct walk *w, const char *str, const char *pat,
-                          const char *val)
+/* The value of v as messages quote it, into val (VALUE_BYTES). */
+static const char *value_text(const json_t *v, char *val)
+{
+  render_value(v, val, VALUE_BYTES);
+  return val;
+}
+
+static void check_pattern(struct walk *w, const json_t *v, const char *str,
+                          const char *pat)
 {
   regex_t spare, *re;
-  char why[128];
-  int rc = regex_get(w, pat, &re, &spare);
+  char why[128], val[VALUE_BYTES];
+  int rc = regex_get(pat, &re, &spare);
 
   if (rc != 0) {
     /* values.go Pattern(): the message carries the compile error. */
+    value_text(v, val);
     regerror(rc, re, why, sizeof why);
     add_cause(w, "FieldValueInvalid",
               "Invalid value: %s: %s in body should match '%s, but pattern "
@@ -789,8 +812,8 @@ static void check_pattern(struct walk *w, const char *str, const char *pat,
   }
   if (regexec(re, str, 0, NULL, 0) == REG_NOMATCH)
     add_cause(w, "FieldValueInvalid",
-              "Invalid value: %s: %s in body should match '%s'", val,
-              w->path.buf, pat);
+              "Invalid value: %s: %s in body should match '%s'",
+              value_text(v, val), w->path.buf, pat);
   if (re == &spare)
     regfree(&spare);
 }
@@ -807,7 +830,6 @@ static void check_string(struct walk *w, const json_t *v, const json_t *s)
 
   for (i = 0; i < len; i++)
     runes += ((unsigned char)str[i] & 0xC0) != 0x80;
-  render_value(v, val, sizeof val);
   if (kw_int(s, "maxLength", &lim) && runes > lim)
     add_cause(w, "FieldValueTooLong",
               "Too long: may not be more than %" JSON_INTEGER_FORMAT " bytes",
@@ -816,14 +838,14 @@ static void check_string(struct walk *w, const json_t *v, const json_t *s)
     add_cause(w, "FieldValueInvalid",
               "Invalid value: %s: %s in body should be at least "
               "%" JSON_INTEGER_FORMAT " chars long",
-              val, w->path.buf, lim);
+              value_text(v, val), w->path.buf, lim);
   if ((pat = kw_str(s, "pattern")) != NULL)
-    check_pattern(w, str, pat, val);
+    check_pattern(w, v, str, pat);
   fmt = kw_str(s, "format");
   if (fmt && !strcmp(fmt, "date-time") && gq_time_parse(str, &ms) != 0)
     add_cause(w, "FieldValueInvalid",
               "Invalid value: %s: %s in body must be of type date-time: %s",
-              val, w->path.buf, val);
+              value_text(v, val), w->path.buf, val);
 }
 
 /* Go's int64(f): truncation toward zero; out-of-range bounds saturate
@@ -1209,7 +1231,6 @@ int gq_schema_process(const json_t *schema, json_t *obj, int prune,
                       struct gq_schema_report *rep)
 {
   struct walk w;
-  size_t i;
   int rc = walk_begin(&w, schema, obj, rep);
 
   if (rc != 0)
@@ -1224,9 +1245,6 @@ int gq_schema_process(const json_t *schema, json_t *obj, int prune,
     default_node(&w, obj, schema, 1);
   if (w.rc == 0)
     validate_node(&w, obj, schema, 1);
-  for (i = 0; i < w.n_re; i++)
-    if (w.re[i].rc == 0)
-      regfree(&w.re[i].re);
   if (w.rc != 0)
     return w.rc;
   return rep->n_causes || rep->n_unknown ? GQ_EINVAL : 0;
