@@ -117,12 +117,15 @@ static struct cjob *job_for(struct ctl *c, const json_t *obj)
 
 static void job_add(const json_t *o, void *arg)
 {
-  ctl_mark(arg, job_for(arg, o));
+  struct cjob *cj = job_for(arg, o);
+
+  status_seen(arg, cj, o);
+  ctl_mark(arg, cj);
 }
 static void job_update(const json_t *old, const json_t *o, void *arg)
 {
   (void)old;
-  ctl_mark(arg, job_for(arg, o));
+  job_add(o, arg);
 }
 static void job_del(const json_t *o, void *arg)
 {

@@ -175,6 +175,14 @@ struct cjob {
                                (jobs.c); the reconcile tears it down */
   char *adm_event;          /* while create_pending: the Admitted event's
                                message (owned) */
+  /* Writes computed from the cached object wait until the informer shows
+   * the result of the job's last one (status.c status_wrote): the
+   * resourceVersion its answer carried (owned) and when it came (real
+   * ms), NULL once the informer has shown it. */
+  char *wrote_rv;
+  int64_t wrote_ms;
+  unsigned char status_wait; /* a status write waits for wrote_rv */
+  unsigned char fin_inflight; /* a finalizer patch is in flight */
   UT_hash_handle hh;
 };
 
@@ -358,9 +366,15 @@ struct ctl {
 /* How the controller's writes queue in its API client (api/client.h):
  * writes that start or stop work (pods, Services, finalizers) go first,
  * reports (status, events, TeamQuota status) last; none of these callers
- * reads the body of a success. */
+ * reads the body of a success, but a GpuJob's own writes (the _JOB forms)
+ * read its resourceVersion (status.c status_wrote; managedFields are cut
+ * before parsing). */
 #define CTL_WORK (&(const struct gq_kclient_call){GQ_KPRIO_HIGH, 1, NULL, 0})
 #define CTL_REPORT (&(const struct gq_kclient_call){GQ_KPRIO_LOW, 1, NULL, 0})
+#define CTL_WORK_JOB \
+  (&(const struct gq_kclient_call){GQ_KPRIO_HIGH, 0, NULL, 1})
+#define CTL_REPORT_JOB \
+  (&(const struct gq_kclient_call){GQ_KPRIO_LOW, 0, NULL, 1})
 /* A job's final status (Succeeded, Failed): ahead of the other reports,
  * which wait for the API client's token bucket to hold a tenth of its
  * burst while pod writes drain it (api/client.h), behind pod writes. */
@@ -728,5 +742,13 @@ void status_drop_events(struct ctl *c);
  * change (a reconcile follows it). */
 void status_finalizer(struct ctl *c, struct cjob *cj,
                       const struct gq_gpujob *j, int add);
+/* The informer has a new version o (borrowed JSON) of cj's GpuJob: once it
+ * is the one cj's last write returned, a status write that waited for it
+ * goes (status_flush). */
+void status_seen(struct ctl *c, struct cjob *cj, const json_t *o);
+/* The tick's part for an admitted cj: a status write that has waited
+ * longer than it may for the informer (a relist may skip the version)
+ * goes now. */
+void status_tick(struct ctl *c, struct cjob *cj);
 
 #endif

@@ -137,6 +137,7 @@ void jobs_forget(struct ctl *c, struct cjob *cj)
     free(cj->pods[i]);
   free(cj->pods);
   free(cj->adm_event);
+  free(cj->wrote_rv);
   gq_intern_release(cj->message);
   free(cj->key);
   free(cj);
@@ -983,6 +984,7 @@ void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms)
     }
   /* the admitted jobs only (c->active), not every job the controller knows */
   DL_FOREACH_SAFE2(c->active, cj, tmp, act_next) {
+    status_tick(c, cj);
     if (cj->state != CJ_ACTIVE) {
       ctl_active_del(c, cj); /* left CJ_ACTIVE since it was added */
       continue;

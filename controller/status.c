@@ -399,6 +399,62 @@ struct status_ctx {
   int final; /* the job had ended when the write was sent */
 };
 
+/* Real ms a status write waits at most for the informer to show the
+ * job's last write before it is computed from the cache as it is. */
+#define OBSERVE_MS 1000
+
+/* ---- writes wait for their predecessor's result ------------------------ *
+ * A status patch (and the finalizer's) is the difference between what gpuq
+ * wants and the cached object. Computed before the informer has shown the
+ * job's previous write, it repeats that write's fields, and restamps the
+ * lastTransitionTime of every condition whose cached status is stale: in
+ * bursts, when watch events lag, that was one extra write in three. So
+ * the next write of an admitted job waits for the version its last write
+ * returned (by resourceVersion equality, the only comparison the API
+ * conventions allow), for OBSERVE_MS at most. Final statuses never wait. */
+
+/* Keeps the resourceVersion of a successful write's answer obj. */
+static void status_wrote(struct cjob *cj, const json_t *obj)
+{
+  const char *rv = gq_meta_str(obj, "resourceVersion");
+
+  free(cj->wrote_rv);
+  cj->wrote_rv = rv && *rv ? gq_xstrdup(rv) : NULL;
+  cj->wrote_ms = gq_clock_mono_ms();
+}
+
+/* 1 if cj's cached object j is older than what its last write returned,
+ * and the wait for it is not over. */
+static int behind(const struct cjob *cj, const struct gq_gpujob *j)
+{
+  return cj->wrote_rv && j &&
+         strcmp(j->meta.resource_version ? j->meta.resource_version : "",
+                cj->wrote_rv) != 0 &&
+         gq_clock_mono_ms() - cj->wrote_ms < OBSERVE_MS;
+}
+
+void status_seen(struct ctl *c, struct cjob *cj, const json_t *o)
+{
+  if (!cj || !cj->wrote_rv ||
+      strcmp(gq_meta_str(o, "resourceVersion"), cj->wrote_rv) != 0)
+    return;
+  free(cj->wrote_rv);
+  cj->wrote_rv = NULL;
+  if (cj->status_wait) {
+    cj->status_wait = 0;
+    status_flush(c, cj);
+  }
+}
+
+void status_tick(struct ctl *c, struct cjob *cj)
+{
+  if (!cj->status_wait || (cj->state == CJ_ACTIVE && behind(cj,
+                                                  ctl_job_obj(c, cj))))
+    return;
+  cj->status_wait = 0;
+  status_flush(c, cj);
+}
+
 static void pump(struct ctl *c);
 static void send_event(struct ctl *c);
 
@@ -409,7 +465,6 @@ static void status_done(int rc, const struct gq_k8s_status *st,
   struct ctl *c = x->c;
   struct cjob *cj = ctl_job(x->c, x->uid);
 
-  (void)obj;
   ctl_write_end(x->c);
   if (x->final)
     x->c->s_inflight_final--;
@@ -419,6 +474,8 @@ static void status_done(int rc, const struct gq_k8s_status *st,
     ctl_api_error(x->c, "patch", "gpujob status", rc, st);
   if (cj) {
     cj->status_inflight = 0;
+    if (rc == 0 && obj)
+      status_wrote(cj, obj);
     if (cj->status_again || (rc != 0 && rc != GQ_ENOTFOUND)) {
       cj->status_again = 0;
       status_flush(x->c, cj);
@@ -466,7 +523,7 @@ static void send_status(struct ctl *c, struct cjob *cj)
     c->s_inflight++;
   ctl_write_begin(c);
   if (gq_kclient_patch_how(c->kc, path, "merge", body,
-                           x->final ? CTL_FINAL : CTL_REPORT, status_done,
+                           x->final ? CTL_FINAL : CTL_REPORT_JOB, status_done,
                            x) != 0) {
     ctl_write_end(c);
     if (x->final)
@@ -533,6 +590,11 @@ void status_flush(struct ctl *c, struct cjob *cj)
     return;
   if (cj->status_inflight) {
     cj->status_again = 1;
+    return;
+  }
+  if (lane != CTL_LANE_FINAL && cj->state == CJ_ACTIVE &&
+      behind(cj, ctl_job_obj(c, cj))) {
+    cj->status_wait = 1; /* status_seen or status_tick sends it */
     return;
   }
   if (cj->sq > lane + 1) /* waiting in a later lane: it moves up */
@@ -695,9 +757,14 @@ static void fin_done(int rc, const struct gq_k8s_status *st, const json_t *obj,
 {
   struct fin_ctx *x = arg;
   struct ctl *c = x->c;
+  struct cjob *cj = ctl_job(c, x->uid);
 
-  (void)obj;
   ctl_write_end(c);
+  if (cj) {
+    cj->fin_inflight = 0;
+    if (rc == 0 && obj)
+      status_wrote(cj, obj);
+  }
   if (rc != 0 && rc != GQ_ENOTFOUND && rc != GQ_ECONFLICT &&
       rc != GQ_EINVAL) { /* not written: again after the job's backoff */
     ctl_api_error(c, "patch", "gpujob finalizers", rc, st);
@@ -727,7 +794,11 @@ void status_finalizer(struct ctl *c, struct cjob *cj,
     else
       json_array_append_new(list, json_string(j->finalizers[i]));
   }
-  if (has == add || !ctl_acting(c)) {
+  /* one patch at a time, and no add from a cache that does not show the
+   * last write yet (it would send the same change again; a removal, at
+   * deletion, never waits) */
+  if (has == add || !ctl_acting(c) || cj->fin_inflight ||
+      (add && behind(cj, j))) {
     json_decref(list);
     json_decref(fin);
     return;
@@ -749,9 +820,11 @@ void status_finalizer(struct ctl *c, struct cjob *cj,
   x->c = c;
   x->uid = gq_xstrdup(cj->uid);
   ctl_write_begin(c);
-  if (gq_kclient_patch_how(c->kc, path, "json", patch, CTL_WORK, fin_done,
+  cj->fin_inflight = 1;
+  if (gq_kclient_patch_how(c->kc, path, "json", patch, CTL_WORK_JOB, fin_done,
                            x) != 0) {
     ctl_write_end(c);
+    cj->fin_inflight = 0;
     free(x->uid);
     free(x);
   }
