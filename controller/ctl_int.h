@@ -310,6 +310,7 @@ struct ctl {
    * few in flight so that pod creates never wait behind them and changes
    * coalesce meanwhile */
   struct cjob *sq[CTL_LANES];
+  size_t status_waiting; /* jobs whose status write waits (status_seen) */
   unsigned s_inflight, s_inflight_final; /* status writes in flight: of
                                             jobs that ended, of the rest */
   struct cevent *ev_head, *ev_tail;
@@ -746,9 +747,8 @@ void status_finalizer(struct ctl *c, struct cjob *cj,
  * is the one cj's last write returned, a status write that waited for it
  * goes (status_flush). */
 void status_seen(struct ctl *c, struct cjob *cj, const json_t *o);
-/* The tick's part for an admitted cj: a status write that has waited
- * longer than it may for the informer (a relist may skip the version)
- * goes now. */
-void status_tick(struct ctl *c, struct cjob *cj);
+/* The tick's part: status writes that have waited longer than they may
+ * for the informer (a relist may skip the version) go now. */
+void status_tick(struct ctl *c);
 
 #endif

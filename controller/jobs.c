@@ -138,6 +138,8 @@ void jobs_forget(struct ctl *c, struct cjob *cj)
   free(cj->pods);
   free(cj->adm_event);
   free(cj->wrote_rv);
+  if (cj->status_wait)
+    c->status_waiting--;
   gq_intern_release(cj->message);
   free(cj->key);
   free(cj);
@@ -970,6 +972,7 @@ void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms)
   int64_t dt = c->tick_ms && now_ms > c->tick_ms ? now_ms - c->tick_ms : 0;
 
   c->tick_ms = now_ms;
+  status_tick(c);
   disrupt_force_tick(c, now_ms, next_ms);
   /* GPU-seconds allocated, for cost reports: a team's use per flavor is
    * the sum of its admitted jobs' GPUs (one add per team and flavor, not
@@ -984,7 +987,6 @@ void jobs_tick(struct ctl *c, int64_t now_ms, int64_t *next_ms)
     }
   /* the admitted jobs only (c->active), not every job the controller knows */
   DL_FOREACH_SAFE2(c->active, cj, tmp, act_next) {
-    status_tick(c, cj);
     if (cj->state != CJ_ACTIVE) {
       ctl_active_del(c, cj); /* left CJ_ACTIVE since it was added */
       continue;

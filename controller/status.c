@@ -409,9 +409,10 @@ struct status_ctx {
  * job's previous write, it repeats that write's fields, and restamps the
  * lastTransitionTime of every condition whose cached status is stale: in
  * bursts, when watch events lag, that was one extra write in three. So
- * the next write of an admitted job waits for the version its last write
- * returned (by resourceVersion equality, the only comparison the API
- * conventions allow), for OBSERVE_MS at most. Final statuses never wait. */
+ * a job's next write waits for the version its last write returned (by
+ * resourceVersion equality, the only comparison the API conventions
+ * allow), for OBSERVE_MS at most (the tick lets it go then). Final
+ * statuses never wait. */
 
 /* Keeps the resourceVersion of a successful write's answer obj. */
 static void status_wrote(struct cjob *cj, const json_t *obj)
@@ -433,6 +434,16 @@ static int behind(const struct cjob *cj, const struct gq_gpujob *j)
          gq_clock_mono_ms() - cj->wrote_ms < OBSERVE_MS;
 }
 
+/* cj's waiting status write goes now. */
+static void release_wait(struct ctl *c, struct cjob *cj)
+{
+  if (!cj->status_wait)
+    return;
+  cj->status_wait = 0;
+  c->status_waiting--;
+  status_flush(c, cj);
+}
+
 void status_seen(struct ctl *c, struct cjob *cj, const json_t *o)
 {
   if (!cj || !cj->wrote_rv ||
@@ -440,19 +451,18 @@ void status_seen(struct ctl *c, struct cjob *cj, const json_t *o)
     return;
   free(cj->wrote_rv);
   cj->wrote_rv = NULL;
-  if (cj->status_wait) {
-    cj->status_wait = 0;
-    status_flush(c, cj);
-  }
+  release_wait(c, cj);
 }
 
-void status_tick(struct ctl *c, struct cjob *cj)
+void status_tick(struct ctl *c)
 {
-  if (!cj->status_wait || (cj->state == CJ_ACTIVE && behind(cj,
-                                                  ctl_job_obj(c, cj))))
+  struct cjob *cj, *tmp;
+
+  if (!c->status_waiting)
     return;
-  cj->status_wait = 0;
-  status_flush(c, cj);
+  HASH_ITER(hh, c->jobs, cj, tmp)
+    if (cj->status_wait && !behind(cj, ctl_job_obj(c, cj)))
+      release_wait(c, cj);
 }
 
 static void pump(struct ctl *c);
@@ -592,9 +602,11 @@ void status_flush(struct ctl *c, struct cjob *cj)
     cj->status_again = 1;
     return;
   }
-  if (lane != CTL_LANE_FINAL && cj->state == CJ_ACTIVE &&
-      behind(cj, ctl_job_obj(c, cj))) {
-    cj->status_wait = 1; /* status_seen or status_tick sends it */
+  if (lane != CTL_LANE_FINAL && behind(cj, ctl_job_obj(c, cj))) {
+    if (!cj->status_wait) { /* status_seen or status_tick sends it */
+      cj->status_wait = 1;
+      c->status_waiting++;
+    }
     return;
   }
   if (cj->sq > lane + 1) /* waiting in a later lane: it moves up */
