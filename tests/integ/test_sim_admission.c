@@ -96,6 +96,9 @@ static void on_hook(struct gq_http_req *req, void *arg)
   static const char patch[] =
       "[{\"op\":\"add\",\"path\":\"/metadata/labels/mutated\","
       "\"value\":\"yes\"}]";
+  static const char bad[] = /* a quantity that does not parse */
+      "[{\"op\":\"add\",\"path\":\"/spec/containers/0/resources\","
+      "\"value\":{\"requests\":{\"cpu\":\"lots\"}}}]";
   char p64[512];
 
   (void)arg;
@@ -114,6 +117,9 @@ static void on_hook(struct gq_http_req *req, void *arg)
   pthread_mutex_unlock(&wh.mu);
   if (!strcmp(path, "/mutate")) {
     b64(patch, strlen(patch), p64);
+    answer(req, uid, 1, p64, NULL);
+  } else if (!strcmp(path, "/mutate-bad")) {
+    b64(bad, strlen(bad), p64);
     answer(req, uid, 1, p64, NULL);
   } else if (!strcmp(path, "/deny")) {
     answer(req, uid, 0, NULL, "no pods here");
@@ -322,6 +328,23 @@ static void test_mutate_and_user(void **state)
   json_decref(p);
 }
 
+/* What a mutating webhook's patch makes of an object is validated again
+ * (the object the sim validated before the chain is only kept when no
+ * webhook changed it): a patch that makes a pod invalid is refused. */
+static void test_mutated_is_validated(void **state)
+{
+  json_t *p;
+
+  (void)state;
+  hook("mutating", "bad.test.dev", "pods", "/mutate-bad", ca_b64,
+       ",\"sideEffects\":\"None\",\"objectSelector\":{\"matchLabels\":"
+       "{\"admit\":\"bad\"}}", 201);
+  json_decref(call("POST", "/api/v1/namespaces/default/pods",
+                   POD_BODY("v1", "\"admit\":\"bad\""), 422));
+  p = call("POST", "/api/v1/namespaces/default/pods", POD_BODY("v2", ""), 201);
+  json_decref(p);
+}
+
 /* The sim's Job controller creates its pods through the same chain, as
  * its own user. */
 static void test_job_controller_pods(void **state)
@@ -494,6 +517,7 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_mutate_and_user),
+      cmocka_unit_test(test_mutated_is_validated),
       cmocka_unit_test(test_job_controller_pods),
       cmocka_unit_test(test_deny_and_namespace_selector),
       cmocka_unit_test(test_failure_policies),
