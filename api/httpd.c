@@ -199,11 +199,11 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
     n = s->out.len - s->out_off;
     n = n < max ? n : max;
     memcpy(buf, s->out.data + s->out_off, n);
-    /* sent bytes are dropped when all are sent, or compacted once they
-     * are half the buffer (a watch that falls behind holds megabytes, and
-     * moving the rest after every 64 KiB read was quadratic) */
+    /* sent bytes are dropped once they are half the buffer or more (all
+     * of it included): a watch that falls behind holds megabytes, and
+     * moving the rest after every 64 KiB read was quadratic */
     s->out_off += n;
-    if (s->out_off == s->out.len || s->out_off * 2 >= s->out.len) {
+    if (s->out_off * 2 >= s->out.len) {
       gq_buf_consume(&s->out, s->out_off);
       s->out_off = 0;
     }

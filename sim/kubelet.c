@@ -192,10 +192,10 @@ void gq_sim_engine_observe(struct gq_sim *s, const struct gq_sim_event *ev,
     if (ev->type == GQ_EV_DELETED || !same_holding(ev->old, ev->obj)) {
       account(e, ev->old, -1);
       gq_sim_check_account(s, ev->old, -1);
-    }
-    if (ev->type != GQ_EV_DELETED && !same_holding(ev->old, ev->obj)) {
-      account(e, ev->obj, +1);
-      gq_sim_check_account(s, ev->obj, +1);
+      if (ev->type != GQ_EV_DELETED) {
+        account(e, ev->obj, +1);
+        gq_sim_check_account(s, ev->obj, +1);
+      }
     }
     gq_sim_check_pod(s, ev->old, ev->obj, ev->type == GQ_EV_DELETED);
     snprintf(key, sizeof(key), "%s/%s", gq_meta_str(ev->obj, "namespace"),

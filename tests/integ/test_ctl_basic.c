@@ -25,7 +25,7 @@
 static struct gq_test_sim sim;
 static struct gq_test_redis redis;
 static struct gq_test_ctl ctl;
-static char rec_dir[64], rec_path[128]; /* the sim's --record file */
+static char rec_dir[256], rec_path[320]; /* the sim's --record file */
 
 #define WAIT_MS 30000
 #define NS "/apis/gpuq.dev/v1alpha1/namespaces/team-a/gpujobs"
@@ -37,8 +37,11 @@ static int setup(void **state)
                         rec_path, NULL};
   static const char *const cargs[] = {"--time-scale", "10", "--time-epoch",
                                       "1800000000", NULL};
+  const char *tmp = getenv("TMPDIR");
+
   (void)state;
-  snprintf(rec_dir, sizeof(rec_dir), "/tmp/gpuq-basic-XXXXXX");
+  snprintf(rec_dir, sizeof(rec_dir), "%s/gpuq-test-basic-XXXXXX",
+           tmp && *tmp ? tmp : "/tmp");
   if (!mkdtemp(rec_dir))
     return -1;
   snprintf(rec_path, sizeof(rec_path), "%s/record.jsonl", rec_dir);
