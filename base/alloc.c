@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 static void oom(size_t n)
 {
@@ -73,4 +76,11 @@ char *gq_xasprintf(const char *fmt, ...)
   vsnprintf(s, (size_t)n + 1, fmt, ap2);
   va_end(ap2);
   return s;
+}
+
+void gq_alloc_tune(void)
+{
+#ifdef __GLIBC__
+  mallopt(M_MXFAST, 0);
+#endif
 }

@@ -23,4 +23,15 @@ char *gq_xstrndup(const char *s, size_t n);
 /* Returns a newly allocated printf-formatted string; aborts on failure. */
 char *gq_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Tunes glibc's malloc for a long-lived event loop that parses and drops
+ * many small JSON trees: fastbins off (mallopt(M_MXFAST, 0)). With them,
+ * every request of 1 KiB or more first merges all freed small chunks
+ * (malloc_consolidate), and between two such requests a watch event leaves
+ * thousands; that merging was a sixth of gpuq-sim's and gpuq-controller's
+ * CPU on the Philly replay (bench/README.md "replay"). Small blocks are
+ * still served from glibc's per-thread cache (tcache). Takes nothing,
+ * returns nothing; a no-op on other C libraries. Call once, first thing
+ * in main(). */
+void gq_alloc_tune(void);
+
 #endif

@@ -462,6 +462,7 @@ int main(int argc, char **argv)
   char ident[300];
   int rc;
 
+  gq_alloc_tune();
   json_set_alloc_funcs(gq_xmalloc, free);
   signal(SIGPIPE, SIG_IGN);
   a.ko.qps = 200;

@@ -463,6 +463,7 @@ int main(int argc, char **argv)
   uv_loop_t *loop = uv_default_loop();
   int rc;
 
+  gq_alloc_tune();
   json_set_alloc_funcs(gq_xmalloc, free);
   signal(SIGPIPE, SIG_IGN);
   if (parse_args(argc, argv, &a) != 0 || setup(&a, &cert, &key, &ca) != 0)
