@@ -45,8 +45,10 @@ static const struct gq_lc lc = {"controller", "usage", NULL};
 #define UTIL_QUERY "DCGM_FI_DEV_GPU_UTIL{pod!=\"\"}"
 #define XID_QUERY "DCGM_FI_DEV_XID_ERRORS != 0"
 #define STATUS_DELTA_PCT 5    /* a window mean this far off is written */
-#define REFRESH_MIN_MS 5000 /* without Prometheus: refresh_tick's least
-                               period, real ms */
+#define REFRESH_MIN_MS 5000 /* without Prometheus: a running job's usage
+                               is refreshed at most this often, real ms */
+#define REFRESH_STEPS 50 /* and refresh_tick runs this many times in that
+                            period, so the refreshes due are spread */
 #define STATUS_REFRESH_POLLS 10 /* usage fields refreshed at least every
                                    this many polls while running */
 
@@ -124,6 +126,19 @@ static void count_used(struct ctl *c, struct cjob *cj)
   u->counted_s = u->u.used_s;
 }
 
+/* Virtual ms between two looks at a running job without Prometheus: its
+ * --utilization-window, and at least REFRESH_MIN_MS real ms. */
+static int64_t refresh_period_ms(const struct ctl *c)
+{
+  const struct gq_clock *k = gq_clock_get();
+  int64_t real = gq_clock_real_ms();
+  int64_t floor_ms = gq_clock_to_virtual(k, real + REFRESH_MIN_MS) -
+                     gq_clock_to_virtual(k, real);
+  int64_t window_ms = c->o.util_window_s * 1000;
+
+  return window_ms > floor_ms ? window_ms : floor_ms;
+}
+
 void usage_running(struct ctl *c, struct cjob *cj, int on)
 {
   struct gq_idle_policy d;
@@ -136,7 +151,7 @@ void usage_running(struct ctl *c, struct cjob *cj, int on)
     if (p)
       u->product = p;
     gq_usage_start(&u->u, now);
-    u->refresh_ms = now + c->o.util_window_s * 1000;
+    u->refresh_ms = now + refresh_period_ms(c);
   } else {
     gq_usage_stop(&u->u, now, cj->gpus,
                   idle_policy(c, cj, &d)->threshold_pct);
@@ -667,13 +682,17 @@ void usage_init(struct ctl *c)
  * happens to: each --utilization-interval, the running jobs that have run
  * a --utilization-window since their start or last look have their status
  * looked at, so that allocatedGPUSeconds (written only once it lags by
- * the job's GPUs over the window, status.c) is refreshed; spread over the
- * jobs' start times rather than all at once, and never more often than
- * every REFRESH_MIN_MS real milliseconds (usage_start). */
+ * the job's GPUs over the window, status.c) is refreshed. A job is looked
+ * at no more often than every REFRESH_MIN_MS real milliseconds
+ * (refresh_period_ms), and the tick runs REFRESH_STEPS times in that
+ * period (usage_start), so the looks stay spread over the jobs' start
+ * times: with a tick as long as the period, every running job was due
+ * at every tick, and at --time-scale 5000 each tick sent a status write
+ * for every running job at once (bench/README.md "replay"). */
 static void refresh_tick(uv_timer_t *tm)
 {
   struct ctl *c = tm->data;
-  int64_t now = gq_clock_now_ms();
+  int64_t now = gq_clock_now_ms(), period = refresh_period_ms(c);
   struct cjob *cj, *tmp;
 
   if (!ctl_acting(c))
@@ -682,7 +701,7 @@ static void refresh_tick(uv_timer_t *tm)
     if (cj->state != CJ_ACTIVE || !cj->running || !cj->use ||
         now < cj->use->refresh_ms)
       continue;
-    cj->use->refresh_ms = now + c->o.util_window_s * 1000;
+    cj->use->refresh_ms = now + period;
     status_refresh(c, cj);
   }
 }
@@ -693,12 +712,16 @@ void usage_start(struct ctl *c)
 
   if (c->prom)
     uv_timer_start(&c->util_timer, poll_tick, every, every);
-  else /* at least REFRESH_MIN_MS real ms apart: at --time-scale 5000 a
-          window is 60 real ms, and a look at every running job that often
-          would be a flood of status writes */
+  else /* a job at most every REFRESH_MIN_MS real ms (at --time-scale
+          5000 a window is 60 real ms, and a look at every running job that
+          often would be a flood of status writes), spread in steps */
     uv_timer_start(&c->util_timer, refresh_tick,
-                   every > REFRESH_MIN_MS ? every : REFRESH_MIN_MS,
-                   every > REFRESH_MIN_MS ? every : REFRESH_MIN_MS);
+                   every > REFRESH_MIN_MS / REFRESH_STEPS
+                       ? every
+                       : REFRESH_MIN_MS / REFRESH_STEPS,
+                   every > REFRESH_MIN_MS / REFRESH_STEPS
+                       ? every
+                       : REFRESH_MIN_MS / REFRESH_STEPS);
 }
 
 void usage_stop(struct ctl *c) { uv_timer_stop(&c->util_timer); }
