@@ -2,6 +2,7 @@
  * as kube-scheduler and the kubelet do, and running timed work when it is
  * due (the heap itself is timers.c). */
 #include "sim/engine.h"
+#include "sim/replay.h"
 
 #include "api/meta.h"
 #include "api/pod.h"
@@ -198,6 +199,8 @@ void gq_sim_engine_observe(struct gq_sim *s, const struct gq_sim_event *ev,
       }
     }
     gq_sim_check_pod(s, ev->old, ev->obj, ev->type == GQ_EV_DELETED);
+    if (ev->type == GQ_EV_ADDED)
+      gq_sim_replay_pod_created(s, ev->obj);
     snprintf(key, sizeof(key), "%s/%s", gq_meta_str(ev->obj, "namespace"),
              gq_meta_str(ev->obj, "name"));
     if (ev->type == GQ_EV_DELETED) {

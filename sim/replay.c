@@ -921,6 +921,48 @@ static void write_usage(const struct gq_sim_replay *r, const char *dir)
   close_series(f, path);
 }
 
+/* Seconds since the trace's time 0 of virtual time vms, or "" for 0 (it
+ * did not happen), into buf. */
+static const char *csv_time(const struct gq_sim_replay *r, int64_t vms,
+                            char *buf, size_t len)
+{
+  if (vms)
+    snprintf(buf, len, "%.3f", (double)(vms - r->t0_vms) / 1000.0);
+  else
+    *buf = '\0';
+  return buf;
+}
+
+/* jobs.csv: one row per trace job, in trace order: its name, team, GPUs,
+ * submit time and duration (the trace's), then when its first pod was
+ * created, it first started, its last pod ended by itself and its GpuJob
+ * said Succeeded or Failed (seconds since the trace's time 0, empty if it
+ * did not happen). pod_s - submit_s is gpuq's decision, queueing
+ * included; start_s - pod_s the sim's binding and start; end_s - done_s
+ * the end lag. */
+static void write_jobs(const struct gq_sim_replay *r, const char *dir)
+{
+  char path[1024], t[4][32];
+  FILE *f = series_file(dir, "jobs.csv", path, sizeof(path));
+
+  if (!f)
+    return;
+  fprintf(f, "job,team,gpus,submit_s,duration_s,pod_s,start_s,done_s,"
+             "end_s\n");
+  for (size_t i = 0; i < r->n_jobs; i++) {
+    const struct job *j = &r->jobs[i];
+
+    fprintf(f, "%s,%s,%lld,%lld,%lld,%s,%s,%s,%s\n", j->name, j->team,
+            (long long)j->gpus, (long long)j->submit_s,
+            (long long)j->duration_s,
+            csv_time(r, j->pod_vms, t[0], sizeof(t[0])),
+            csv_time(r, j->start_vms, t[1], sizeof(t[1])),
+            csv_time(r, j->done_vms, t[2], sizeof(t[2])),
+            csv_time(r, j->end_vms, t[3], sizeof(t[3])));
+  }
+  close_series(f, path);
+}
+
 /* Writes the replay's plot data into dir (created if missing). */
 static void write_series(const struct gq_sim_replay *r, const char *dir)
 {
@@ -935,6 +977,7 @@ static void write_series(const struct gq_sim_replay *r, const char *dir)
   write_timeseries(r, dir, names, n_teams);
   write_queue_times(r, dir, names, n_teams);
   write_usage(r, dir);
+  write_jobs(r, dir);
   free(names);
 }
 
@@ -987,6 +1030,17 @@ static struct job *job_of(struct gq_sim_replay *r, const char *ns,
   snprintf(key, sizeof(key), "%s/%s", ns, name);
   v = json_object_get(r->index, key);
   return v ? &r->jobs[json_integer_value(v)] : NULL;
+}
+
+void gq_sim_replay_pod_created(struct gq_sim *s, const json_t *pod)
+{
+  struct gq_sim_replay *r = R(s);
+  const char *job = gq_meta_obj_label(pod, GQ_LBL_JOB);
+  struct job *j = r && job ? job_of(r, gq_meta_str(pod, "namespace"), job)
+                           : NULL;
+
+  if (j && !j->pod_vms)
+    j->pod_vms = gq_clock_now_ms();
 }
 
 void gq_sim_replay_job_started(struct gq_sim *s, const struct gq_sim_pod *p)

@@ -94,6 +94,10 @@ json_t *gq_sim_replay_live(struct gq_sim *s);
 
 /* Engine hooks. */
 void gq_sim_replay_tev(struct gq_sim *s, const struct gq_tev *t);
+/* A pod was created (pod: the stored object, borrowed): the first pod of
+ * a replayed job (label gpuq.dev/job) marks when gpuq decided to start it
+ * (jobs.csv, --series). */
+void gq_sim_replay_pod_created(struct gq_sim *s, const json_t *pod);
 void gq_sim_replay_job_started(struct gq_sim *s, const struct gq_sim_pod *p);
 /* p ended by itself (its run finished or failed, not a deletion). */
 void gq_sim_replay_pod_done(struct gq_sim *s, const struct gq_sim_pod *p);

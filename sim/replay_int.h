@@ -12,6 +12,7 @@ struct job {
   char name[64], team[64], ns[64];
   json_t *obj; /* a scenario's GpuJob, or NULL for a trace row */
   int64_t gpus, submit_s, duration_s;
+  int64_t pod_vms;            /* its first pod created, 0 until then */
   int64_t start_vms, end_vms; /* 0 until it happens */
   int64_t done_vms; /* its last pod's own end (run done or failed), 0 none:
                        end_vms - done_vms is how long the GpuJob's status

@@ -281,6 +281,41 @@ static int count_lines(const char *path, const char *prefix)
   return n;
 }
 
+/* jobs.csv (--series): a header and one row per trace job, each of which
+ * ran to its end here: submitted, then its first pod created, started,
+ * its pod ended, its status said so, in that order (this test's client
+ * creates the pods after seeing the job; the status follows the pod's
+ * end). */
+static void check_jobs_csv(const char *dir)
+{
+  char path[600], line[512], name[64], team[64];
+  long long gpus, submit, dur;
+  double pod, start, done, end;
+  int rows = 0;
+  FILE *f;
+
+  snprintf(path, sizeof(path), "%s/jobs.csv", dir);
+  assert_int_equal(count_lines(path, "job,team,gpus,submit_s,duration_s,"
+                                     "pod_s,start_s,done_s,end_s"),
+                   1);
+  f = fopen(path, "r");
+  assert_non_null(f);
+  assert_non_null(fgets(line, sizeof(line), f)); /* the header */
+  while (fgets(line, sizeof(line), f)) {
+    assert_int_equal(sscanf(line, "%63[^,],%63[^,],%lld,%lld,%lld,%lf,%lf,"
+                                  "%lf,%lf",
+                            name, team, &gpus, &submit, &dur, &pod, &start,
+                            &done, &end),
+                     9);
+    assert_true(gpus >= 1 && dur >= 0);
+    assert_true(pod >= (double)submit && start >= pod && done >= start &&
+                end >= done);
+    rows++;
+  }
+  fclose(f);
+  assert_int_equal(rows, 500);
+}
+
 /* The plot data files (--series): one row per sample after a header row
  * naming the teams, and each team's queue-time CDF (one block per team,
  * one row per started job, the last fraction 1). */
@@ -312,6 +347,7 @@ static void check_series(const char *dir, size_t samples)
   fclose(f);
   assert_int_equal(rows, 500);
   assert_int_equal(last_one, 10);
+  check_jobs_csv(dir);
 }
 
 /* The GPU-hours (issue 22, --idle-share 0.3): allocated hours are the busy
