@@ -712,16 +712,15 @@ void usage_start(struct ctl *c)
 
   if (c->prom)
     uv_timer_start(&c->util_timer, poll_tick, every, every);
-  else /* a job at most every REFRESH_MIN_MS real ms (at --time-scale
-          5000 a window is 60 real ms, and a look at every running job that
-          often would be a flood of status writes), spread in steps */
-    uv_timer_start(&c->util_timer, refresh_tick,
-                   every > REFRESH_MIN_MS / REFRESH_STEPS
-                       ? every
-                       : REFRESH_MIN_MS / REFRESH_STEPS,
-                   every > REFRESH_MIN_MS / REFRESH_STEPS
-                       ? every
-                       : REFRESH_MIN_MS / REFRESH_STEPS);
+  else { /* a job at most every REFRESH_MIN_MS real ms (at --time-scale
+            5000 a window is 60 real ms, and a look at every running job
+            that often would be a flood of status writes), in steps */
+    uint64_t step = REFRESH_MIN_MS / REFRESH_STEPS;
+
+    if (every > step)
+      step = every;
+    uv_timer_start(&c->util_timer, refresh_tick, step, step);
+  }
 }
 
 void usage_stop(struct ctl *c) { uv_timer_stop(&c->util_timer); }
